@@ -1,0 +1,70 @@
+#pragma once
+/*
+ * Confinement backends: how a placement is enforced.
+ *   cpuset   - libcgroup, a daemon-owned hierarchy: on cgroup v1
+ *              <cpuset mount>/numaplaced/, on a cgroup v2 machine without
+ *              systemd a subtree the daemon owns. One child per target node
+ *              set (cpus = the nodes' CPUs minus ReservedCPUs, mems = the
+ *              nodes); on v1 memory_migrate=0 so the daemon's plan does the
+ *              moving; every thread is moved.
+ *   affinity - sched_setaffinity() on every thread, for processes no cpuset
+ *              can hold.
+ * Every change is recorded (original cpuset and affinity per task) in a state
+ * file under the runtime directory before it is made, so release and crash
+ * recovery can put everything back.
+ */
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "np-config.h"
+#include "np-nodemask.h"
+#include "np-topology.h"
+
+typedef struct NpBackend NpBackend;
+
+/* Called by np_backend_place() at the moment the memory should be moved (on
+ * v1/affinity after the CPUs and mems are confined; on v2 after the CPUs are
+ * confined and before cpuset.mems is narrowed, so the daemon's plan, not the
+ * kernel's cgroup migration, moves the pages). Returns 0 or negative errno;
+ * -ESRCH aborts the placement quietly. */
+typedef int (*NpMigrateFn)(pid_t pid, void *userdata);
+
+/*
+ * Create the backend of `kind` (NP_BACKEND_AUTO picks: cpuset when a cpuset
+ * hierarchy is mounted and writable, else affinity). `runtime_dir` holds the
+ * state file. If a state file from an earlier run exists it is recovered
+ * first: tasks still alive are put back and the daemon's cpusets removed.
+ * Returns NULL with *error set when the backend cannot work here.
+ */
+NpBackend *np_backend_new(NpBackendKind kind, const char *runtime_dir, GError **error);
+void np_backend_free(NpBackend *b);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpBackend, np_backend_free)
+
+/* "cpuset", "affinity" (the one in force, never "auto"). */
+const char *np_backend_name(const NpBackend *b);
+NpBackendKind np_backend_kind(const NpBackend *b);
+
+/*
+ * Confine pid (all its threads) to `nodes` with the CPUs `cpus` (the caller
+ * has removed ReservedCPUs), calling migrate(pid, userdata) at the right
+ * moment (may be NULL). The original placement is recorded first. The
+ * process identity is (pid, starttime) so a reused pid is never touched on
+ * release. Returns 0, -ESRCH when the process went away (nothing is left
+ * behind), or another negative errno with *error set naming pid and nodes.
+ */
+int np_backend_place(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *nodes,
+                     const NpMask *cpus, NpMigrateFn migrate, void *userdata, GError **error);
+
+/* Put pid back where it was (original cpuset / affinity of each thread) and
+ * forget it; remove cpusets that became empty. 0, or -ENOENT when not held. */
+int np_backend_release(NpBackend *b, pid_t pid);
+
+/* Release everything and remove the daemon's cgroups (ReleaseOnStop=yes). */
+int np_backend_release_all(NpBackend *b);
+
+/* Is pid currently held by the backend? */
+bool np_backend_holds(const NpBackend *b, pid_t pid);
+
+/* Path of the state file ("<runtime_dir>/state"). */
+const char *np_backend_state_file(const NpBackend *b);

@@ -1,0 +1,76 @@
+#pragma once
+/*
+ * Configuration: /etc/numaplaced.conf, then <main file>.d/*.conf in name
+ * order (so /etc/numaplaced.conf.d/), GKeyFile syntax, parsed into a typed
+ * struct through one table of keys. A later file overrides single keys of an
+ * earlier one. "Missing" is not "invalid": an absent file or key keeps the
+ * default. Any unknown group or key, malformed line, or bad value is an error
+ * naming the file and line, the value and why; nothing partial is returned.
+ */
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "np-nodemask.h"
+
+typedef enum { NP_MODE_ENFORCE, NP_MODE_ADVISE } NpMode;
+typedef enum {
+        NP_BACKEND_AUTO,
+        NP_BACKEND_CPUSET,
+        NP_BACKEND_SYSTEMD,
+        NP_BACKEND_AFFINITY,
+} NpBackendKind;
+
+typedef struct {
+        /* [Daemon] */
+        NpMode mode;                       /* Mode=enforce|advise (enforce) */
+        NpBackendKind backend;             /* Backend=auto|cpuset|systemd|affinity (auto) */
+        uint64_t scan_interval_usec;       /* ScanIntervalSec= (5 s), 1..3600, fractions allowed */
+        uint64_t max_scan_interval_usec;   /* MaxScanIntervalSec= (15 s), >= ScanIntervalSec */
+        int log_level;                     /* LogLevel= (info), LOG_* */
+        bool release_on_stop;              /* ReleaseOnStop= (yes) */
+
+        /* [Placement] */
+        unsigned target_utilization;       /* TargetUtilization= percent (85), 1..100 */
+        unsigned memory_locality_target;   /* MemoryLocalityTarget= percent (90), 1..100 */
+        uint64_t min_process_memory;       /* MinProcessMemory= bytes (300M), K/M/G/T suffixes */
+        double min_process_cpu;            /* MinProcessCPU= CPUs (0.5), 0..4096 */
+        uint64_t min_usec_between_moves;   /* MinSecondsBetweenMoves= (30 s), 0..86400 */
+        NpMask *reserved_cpus;             /* ReservedCPUs= CPU list (empty) */
+        bool keep_interleaved;             /* KeepInterleaved= (no) */
+        char **include;                    /* Include= comm glob patterns or PIDs (empty) */
+        char **exclude;                    /* Exclude= comm glob patterns or PIDs (empty) */
+
+        /* [Migration] */
+        bool skip_overlapping_nodes;       /* SkipOverlappingNodes= (yes) */
+        uint64_t max_rate;                 /* MaxRate= bytes per second, K/M/G suffixes (0 = unlimited) */
+
+        /* Where it came from: the files actually read, in order. */
+        char **files;
+} NpConfig;
+
+/* A config with every default. */
+NpConfig *np_config_new_default(void);
+void np_config_free(NpConfig *c);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpConfig, np_config_free)
+
+/*
+ * Load main_file (absent is fine: defaults) and then main_file + ".d/*.conf"
+ * in name order. Returns 0 and a new config in *out, or a negative errno and
+ * *error set to "FILE:LINE: [Group] Key: 'value': why" (or "FILE:LINE: why"
+ * for a malformed line). On error *out is untouched.
+ */
+int np_config_load(const char *main_file, NpConfig **out, GError **error);
+
+/* Same on an in-memory buffer; `name` is used in messages. For tests. */
+int np_config_load_data(const char *name, const char *data, NpConfig **out, GError **error);
+
+/* Parsers behind the table (exposed for tests). Each returns 0 or -EINVAL/-ERANGE. */
+int np_parse_size(const char *s, uint64_t *bytes);       /* "300M", "1G", "4096", "1.5G" */
+int np_parse_seconds(const char *s, uint64_t *usec);     /* "5", "0.5", "2s", "500ms" */
+int np_parse_bool(const char *s, bool *b);               /* yes/no/true/false/on/off/1/0 */
+
+const char *np_mode_to_string(NpMode m);
+const char *np_backend_kind_to_string(NpBackendKind k);
+
+/* Render the effective configuration as INI text (for Dump()). Caller frees. */
+char *np_config_to_string(const NpConfig *c);

@@ -1,0 +1,1 @@
+#include "np-backend.h"

@@ -1,0 +1,1 @@
+#include "np-migrate-plan.h"

@@ -1,0 +1,1 @@
+#include "np-sample.h"

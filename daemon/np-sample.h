@@ -1,0 +1,113 @@
+#pragma once
+/*
+ * Sampling of per-node and per-process usage. Pure parsers take a buffer;
+ * thin readers read through np-sysroot. Nothing here keeps state between
+ * scans: the manager keeps the previous samples and takes deltas.
+ */
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "np-nodemask.h"
+#include "np-topology.h"
+
+/* ---- /proc/stat ------------------------------------------------------- */
+
+typedef struct {
+        uint64_t busy;  /* user+nice+system+irq+softirq+steal, in clock ticks */
+        uint64_t total; /* busy + idle + iowait */
+} NpCpuTicks;
+
+/* Parse /proc/stat: fills `per_cpu` (GArray of NpCpuTicks indexed by CPU id,
+ * grown as needed, CPUs absent from the file left zero). 0 or -EINVAL. */
+int np_parse_proc_stat(const char *buf, GArray *per_cpu);
+
+/* ---- per node --------------------------------------------------------- */
+
+typedef struct {
+        unsigned id;
+        uint64_t mem_total_bytes;
+        uint64_t mem_free_bytes;          /* MemFree (+ Inactive(file) when counted as free) */
+        uint64_t mem_free_strict_bytes;   /* MemFree only */
+        double cpu_capacity;              /* number of CPUs of the node */
+        double cpu_busy;                  /* CPUs busy over the last interval (0..capacity) */
+} NpNodeSample;
+
+/*
+ * Read every node's meminfo and /proc/stat. `prev_ticks` (may be NULL on the
+ * first scan) is the previous per-CPU tick array; `ticks_out` receives this
+ * scan's (the caller keeps it for next time). `out` is filled with one
+ * NpNodeSample per topology node in order. 0 or negative errno.
+ */
+int np_sample_nodes(const NpTopology *t, bool inactive_file_is_free, const GArray *prev_ticks,
+                    GArray *ticks_out, GArray *out);
+
+/* ---- per process ------------------------------------------------------ */
+
+#define NP_COMM_MAX 64
+
+typedef struct {
+        int pid;
+        char comm[NP_COMM_MAX];   /* as in /proc/pid/stat, between the first '(' and the LAST ')' */
+        char state;
+        int ppid;
+        unsigned long flags;      /* PF_* */
+        uint64_t utime, stime;    /* clock ticks */
+        long num_threads;
+        uint64_t starttime;       /* clock ticks after boot */
+        int64_t rss_pages;
+        int processor;            /* last CPU */
+} NpPidStat;
+
+#define NP_PF_KTHREAD 0x00200000UL
+
+/* Parse /proc/<pid>/stat. Survives any comm, e.g. "a) (b c". 0 or -EINVAL. */
+int np_parse_pid_stat(const char *buf, NpPidStat *out);
+
+typedef struct {
+        uint64_t vm_rss_bytes;
+        unsigned threads;
+        unsigned uid;             /* real uid */
+        NpMask *cpus_allowed;     /* Cpus_allowed_list; owned, may be NULL if absent */
+        NpMask *mems_allowed;     /* Mems_allowed_list; owned, may be NULL if absent */
+} NpPidStatus;
+
+/* Parse /proc/<pid>/status. 0 or -EINVAL. Free the masks with np_pid_status_clear(). */
+int np_parse_pid_status(const char *buf, NpPidStatus *out);
+void np_pid_status_clear(NpPidStatus *s);
+
+typedef struct {
+        unsigned node;
+        uint64_t bytes;
+} NpNodeBytes;
+
+typedef struct {
+        GArray *per_node;          /* NpNodeBytes sorted by node, nodes with 0 omitted */
+        uint64_t total_bytes;
+        uint64_t huge_bytes;       /* part of total in huge pages */
+        uint64_t interleaved_bytes;/* part of total in VMAs with an interleave policy */
+} NpNumaMaps;
+
+/* Parse /proc/<pid>/numa_maps: N<node>=<pages> counts times kernelpagesize_kB
+ * (huge pages counted at their size). 0 or -EINVAL. Free with np_numa_maps_clear(). */
+int np_parse_numa_maps(const char *buf, NpNumaMaps *out);
+void np_numa_maps_clear(NpNumaMaps *m);
+/* Bytes on one node (0 when absent). */
+uint64_t np_numa_maps_node_bytes(const NpNumaMaps *m, unsigned node);
+/* Nodes holding any page. Caller frees. */
+NpMask *np_numa_maps_nodes(const NpNumaMaps *m);
+
+/*
+ * Readers. Each returns 0, or -ESRCH when the process is gone (any ENOENT or
+ * ESRCH while reading), or another negative errno. A vanished process is an
+ * ordinary outcome that callers skip silently.
+ */
+int np_read_pid_stat(int pid, NpPidStat *out);
+int np_read_pid_status(int pid, NpPidStatus *out);
+int np_read_numa_maps(int pid, NpNumaMaps *out);
+
+/* List the numeric entries of <root>/proc. Returns a GArray of int. */
+GArray *np_list_pids(void);
+
+/* Clock ticks per second (sysconf(_SC_CLK_TCK)). */
+long np_clock_ticks(void);

@@ -1,0 +1,31 @@
+#pragma once
+/*
+ * Every /sys and /proc path the daemon reads goes through here, so tests can
+ * point the real daemon at a fixture tree (--root DIR or $NUMAPLACED_ROOT).
+ * The root applies to reads of kernel state only; syscalls and cgroupfs
+ * writes always act on the real machine.
+ */
+#include <glib.h>
+#include <stdbool.h>
+
+/* Set the root prefix; NULL, "" or "/" mean the real root. */
+void np_sysroot_set(const char *root);
+/* The prefix in force ("" for the real root). Never NULL. */
+const char *np_sysroot_get(void);
+bool np_sysroot_is_real(void);
+
+/* printf-style path under the root, e.g. np_path("/proc/%d/stat", pid).
+ * Returns a newly allocated string, caller g_free()s. */
+char *np_path(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+
+/*
+ * Read a whole file below the root (path is the absolute kernel path, e.g.
+ * "/proc/stat"). Returns 0 and a NUL-terminated buffer in *contents (caller
+ * g_free()s; *len gets the length when len is not NULL), or a negative errno
+ * (-ENOENT/-ESRCH for a vanished process are ordinary outcomes).
+ */
+int np_read_file(const char *path, char **contents, size_t *len);
+int np_read_filef(char **contents, size_t *len, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+
+/* Read a file that holds a single unsigned or signed integer. 0 or -errno. */
+int np_read_u64(const char *path, guint64 *out);

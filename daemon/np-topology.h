@@ -1,0 +1,59 @@
+#pragma once
+/*
+ * NUMA topology read from <root>/sys/devices/system/node: online nodes (any
+ * ids, sparse, above 64), each node's CPUs, memory total and distances.
+ * Nodes with memory but no CPUs and nodes with CPUs but no memory are valid.
+ */
+#include <glib.h>
+#include <stdint.h>
+#include "np-nodemask.h"
+
+typedef struct {
+        unsigned node;     /* the other node's id */
+        unsigned distance; /* SLIT distance, 10 = local */
+} NpDistance;
+
+typedef struct {
+        unsigned id;
+        NpMask *cpus;             /* from nodeN/cpulist; may be empty */
+        uint64_t mem_total_bytes; /* from nodeN/meminfo MemTotal; 0 = memory-less */
+        GArray *distances;        /* NpDistance, one per online node, in id order */
+} NpNode;
+
+typedef struct {
+        GPtrArray *nodes;  /* NpNode*, sorted by id, owned */
+        NpMask *online;    /* ids of all online nodes */
+        NpMask *with_memory; /* nodes with memory (has_memory, or MemTotal > 0) */
+        NpMask *with_cpus;   /* nodes with at least one CPU */
+        NpMask *all_cpus;    /* union of the nodes' CPUs */
+        unsigned max_cpu;    /* highest CPU id + 1 (size for per-CPU arrays) */
+} NpTopology;
+
+/*
+ * Load from the sysroot. Returns 0 and a new topology in *out, or a negative
+ * errno with a message in *error (e.g. missing node directory). A machine
+ * without /sys/devices/system/node (non-NUMA kernel) is loaded as one node 0
+ * holding every CPU in /sys/devices/system/cpu/online and MemTotal from
+ * /proc/meminfo.
+ */
+int np_topology_load(NpTopology **out, GError **error);
+
+/* Parse one nodeN/meminfo or /proc/meminfo buffer: value of `key` (e.g.
+ * "MemTotal", "MemFree", "Inactive(file)") in bytes. 0 or -ENOENT/-EINVAL. */
+int np_parse_meminfo_value(const char *buf, const char *key, uint64_t *bytes);
+
+/* Parse a nodeN/distance line ("10 20 20 30") against the ordered online
+ * node set into out (NpDistance). 0 or -EINVAL when the count mismatches. */
+int np_parse_distance_line(const char *buf, const NpMask *online, GArray *out);
+
+/* The node with this id, or NULL. */
+NpNode *np_topology_node(const NpTopology *t, unsigned id);
+/* The distance between two nodes, or 0 when unknown. */
+unsigned np_topology_distance(const NpTopology *t, unsigned a, unsigned b);
+/* The union of the CPUs of the given nodes. Caller frees. */
+NpMask *np_topology_cpus_of(const NpTopology *t, const NpMask *nodes);
+/* The node holding this CPU, or -1. */
+int np_topology_node_of_cpu(const NpTopology *t, unsigned cpu);
+
+void np_topology_free(NpTopology *t);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpTopology, np_topology_free)
