@@ -1,6 +1,6 @@
 #pragma once
 /*
- * Configuration: /etc/numaplaced.conf, then <main file>.d/*.conf in name
+ * Configuration: /etc/numaplaced.conf, then <main file>.d/ (*.conf) in name
  * order (so /etc/numaplaced.conf.d/), GKeyFile syntax, parsed into a typed
  * struct through one table of keys. A later file overrides single keys of an
  * earlier one. "Missing" is not "invalid": an absent file or key keeps the
@@ -54,7 +54,7 @@ void np_config_free(NpConfig *c);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpConfig, np_config_free)
 
 /*
- * Load main_file (absent is fine: defaults) and then main_file + ".d/*.conf"
+ * Load main_file (absent is fine: defaults) and then main_file + ".d/ (*.conf)"
  * in name order. Returns 0 and a new config in *out, or a negative errno and
  * *error set to "FILE:LINE: [Group] Key: 'value': why" (or "FILE:LINE: why"
  * for a malformed line). On error *out is untouched.

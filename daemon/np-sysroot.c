@@ -28,7 +28,7 @@ bool np_sysroot_is_real(void) {
         return root_prefix == NULL;
 }
 
-static char *vpath(const char *fmt, va_list ap) {
+G_GNUC_PRINTF(1, 0) static char *vpath(const char *fmt, va_list ap) {
         g_autofree char *rel = g_strdup_vprintf(fmt, ap);
         return g_strconcat(np_sysroot_get(), rel, NULL);
 }
