@@ -1,3 +1,114 @@
 #pragma once
-/* Placeholder: the backend owner defines the state-file API here. */
-#include "np-backend.h"
+/*
+ * The backend's state file, "<runtime_dir>/state": what the daemon changed,
+ * so that release and crash recovery can put everything back. It is written
+ * before each change is made (np_state_save(): a temporary file, fsync and
+ * rename, so a reader never sees half a file) and exists only while the
+ * daemon holds at least one process.
+ *
+ * Format (GKeyFile):
+ *
+ *   [numaplaced]
+ *   Version=1
+ *   Hierarchy=/sys/fs/cgroup/cpuset/numaplaced   absolute path of the daemon's
+ *                                                cgroup directory (cpuset only)
+ *   CgroupMode=v1                                v1 or v2 (cpuset only)
+ *
+ *   [process 1234]
+ *   Pid=1234
+ *   StartTime=123456                 /proc/PID/stat field 22: the identity
+ *   Backend=cpuset                   cpuset | affinity
+ *   Cgroup=/numaplaced/nodes-0       daemon cgroup it was put in (cpuset only)
+ *   OriginalCgroup=/                 the leader's cgroup before (cpuset only)
+ *   OriginalAffinity=0-1             the leader's affinity before
+ *   Nodes=0
+ *   CPUs=0
+ *   Threads=1234;1235;
+ *   Thread.1235.Cgroup=/             per-thread originals (Cgroup: cpuset only)
+ *   Thread.1235.Affinity=0-1
+ *
+ * Cgroup paths are relative to the hierarchy's mount point, as in
+ * /proc/PID/cgroup ("/" is the root).
+ *
+ * Pure data plus file I/O; no cgroup or process is touched here.
+ */
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "np-config.h"
+#include "np-nodemask.h"
+
+typedef struct {
+        pid_t tid;
+        char *cgroup;      /* original cgroup, NULL when not recorded */
+        NpMask *affinity;  /* original affinity, NULL when not recorded */
+} NpStateThread;
+
+typedef struct {
+        pid_t pid;
+        uint64_t starttime;
+        NpBackendKind backend;   /* NP_BACKEND_CPUSET or NP_BACKEND_AFFINITY */
+        char *cgroup;            /* daemon cgroup holding it (cpuset), else NULL */
+        char *orig_cgroup;       /* leader's original cgroup (cpuset), else NULL */
+        NpMask *orig_affinity;   /* leader's original affinity, NULL when unknown */
+        NpMask *nodes;           /* target nodes (never NULL) */
+        NpMask *cpus;            /* target CPUs (never NULL) */
+        GPtrArray *threads;      /* NpStateThread*, in the order recorded */
+} NpStateProcess;
+
+typedef struct {
+        char *path;              /* the state file */
+        char *hierarchy;         /* absolute dir of the daemon's cgroups, or NULL */
+        char *cgroup_mode;       /* "v1", "v2" or NULL */
+        GHashTable *procs;       /* GINT_TO_POINTER(pid) -> NpStateProcess* (owned) */
+} NpState;
+
+/* An empty state that will be saved to `path`. */
+NpState *np_state_new(const char *path);
+void np_state_free(NpState *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpState, np_state_free)
+
+/*
+ * Read the state file at `path`. Returns 0 and a new state in *out,
+ * -ENOENT when there is no file (*out untouched, no error set), or -EINVAL /
+ * -EIO with *error set when it cannot be read or parsed. Records that are
+ * malformed are skipped with a warning rather than failing the whole file.
+ */
+int np_state_load(const char *path, NpState **out, GError **error);
+
+/*
+ * Write the state atomically (temporary file + rename, mode 0600). With no
+ * process recorded the file is removed instead. 0 or negative errno with
+ * *error set.
+ */
+int np_state_save(const NpState *s, GError **error);
+
+/* Remove the file (absent is fine). 0 or negative errno. */
+int np_state_unlink(const NpState *s);
+
+/* Set Hierarchy / CgroupMode (NULL clears). */
+void np_state_set_hierarchy(NpState *s, const char *hierarchy, const char *cgroup_mode);
+
+guint np_state_count(const NpState *s);
+NpStateProcess *np_state_lookup(const NpState *s, pid_t pid);
+/* The recorded pids, ascending. Caller g_array_unref()s (element type pid_t). */
+GArray *np_state_pids(const NpState *s);
+
+/* A new record for pid (replacing any existing one), nodes and cpus empty.
+ * Owned by the state. */
+NpStateProcess *np_state_add(NpState *s, pid_t pid, uint64_t starttime, NpBackendKind backend);
+/* Forget pid. true when it was recorded. */
+bool np_state_remove(NpState *s, pid_t pid);
+
+/* The thread record of tid, or NULL. */
+NpStateThread *np_state_process_thread(const NpStateProcess *p, pid_t tid);
+/* Record tid's originals. When tid is already recorded, the first record
+ * wins (it is the original) and that one is returned. cgroup and affinity
+ * may be NULL (unknown); they are copied. */
+NpStateThread *np_state_process_add_thread(NpStateProcess *p, pid_t tid, const char *cgroup,
+                                           const NpMask *affinity);
+
+/* "cpuset" / "affinity" <-> kind; -EINVAL for anything else. */
+const char *np_state_backend_to_string(NpBackendKind k);
+int np_state_backend_from_string(const char *s, NpBackendKind *out);
