@@ -1,1 +1,597 @@
 #include "np-sample.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "np-sysroot.h"
+
+/* ---- small lexing helpers ---------------------------------------------- */
+
+static bool is_blank(char c) {
+        return c == ' ' || c == '\t';
+}
+
+static const char *skip_blanks(const char *p) {
+        while (is_blank(*p))
+                p++;
+        return p;
+}
+
+/* Decimal digits at *pp into *out (no sign, no overflow); advances *pp. */
+static int lex_u64(const char **pp, uint64_t *out) {
+        const char *p = *pp;
+        uint64_t v = 0;
+        if (*p < '0' || *p > '9')
+                return -EINVAL;
+        for (; *p >= '0' && *p <= '9'; p++) {
+                unsigned d = (unsigned) (*p - '0');
+                if (v > (UINT64_MAX - d) / 10)
+                        return -EINVAL;
+                v = v * 10 + d;
+        }
+        *pp = p;
+        *out = v;
+        return 0;
+}
+
+/* A whole token [s, e) as an unsigned or signed decimal number. */
+static int tok_u64(const char *s, const char *e, uint64_t *out) {
+        const char *p = s;
+        if (lex_u64(&p, out) < 0 || p != e)
+                return -EINVAL;
+        return 0;
+}
+
+static int tok_i64(const char *s, const char *e, int64_t *out) {
+        bool neg = s < e && *s == '-';
+        uint64_t v;
+        if (tok_u64(s + neg, e, &v) < 0)
+                return -EINVAL;
+        if (neg) {
+                if (v > (uint64_t) INT64_MAX + 1)
+                        return -EINVAL;
+                *out = v == (uint64_t) INT64_MAX + 1 ? INT64_MIN : -(int64_t) v;
+        } else {
+                if (v > INT64_MAX)
+                        return -EINVAL;
+                *out = (int64_t) v;
+        }
+        return 0;
+}
+
+static int tok_int(const char *s, const char *e, int *out) {
+        int64_t v;
+        if (tok_i64(s, e, &v) < 0 || v < INT_MIN || v > INT_MAX)
+                return -EINVAL;
+        *out = (int) v;
+        return 0;
+}
+
+/* A vanished process shows up as ENOENT (open) or ESRCH (read). */
+static int gone_or(int r) {
+        return (r == -ENOENT || r == -ESRCH) ? -ESRCH : r;
+}
+
+/* ---- /proc/stat -------------------------------------------------------- */
+
+#define MAX_CPU_ID (1u << 20)
+
+int np_parse_proc_stat(const char *buf, GArray *per_cpu) {
+        if (!buf || !per_cpu || g_array_get_element_size(per_cpu) != sizeof(NpCpuTicks))
+                return -EINVAL;
+        g_array_set_size(per_cpu, 0);
+        bool any = false;
+        for (const char *line = buf; line && *line;) {
+                const char *eol = strchr(line, '\n');
+                const char *next = eol ? eol + 1 : NULL;
+                if (strncmp(line, "cpu", 3) != 0 || line[3] < '0' || line[3] > '9') {
+                        line = next;
+                        continue;
+                }
+                const char *p = line + 3;
+                uint64_t cpu;
+                if (lex_u64(&p, &cpu) < 0 || cpu >= MAX_CPU_ID || !is_blank(*p))
+                        goto bad;
+                uint64_t v[10] = { 0 };
+                unsigned n = 0;
+                for (;;) {
+                        p = skip_blanks(p);
+                        if (!*p || *p == '\n')
+                                break;
+                        uint64_t x;
+                        if (lex_u64(&p, &x) < 0 || (*p && !is_blank(*p) && *p != '\n'))
+                                goto bad;
+                        if (n < G_N_ELEMENTS(v))
+                                v[n] = x;
+                        n++;
+                }
+                if (n < 4) /* user nice system idle are always there */
+                        goto bad;
+                /* user nice system idle iowait irq softirq steal guest guest_nice;
+                 * guest time is already part of user time. */
+                NpCpuTicks tk;
+                tk.busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+                tk.total = tk.busy + v[3] + v[4];
+                if (cpu >= per_cpu->len) {
+                        guint old = per_cpu->len;
+                        g_array_set_size(per_cpu, (guint) cpu + 1);
+                        memset(&g_array_index(per_cpu, NpCpuTicks, old), 0,
+                               ((guint) cpu + 1 - old) * sizeof(NpCpuTicks));
+                }
+                g_array_index(per_cpu, NpCpuTicks, cpu) = tk;
+                any = true;
+                line = next;
+        }
+        if (!any)
+                goto bad;
+        return 0;
+bad:
+        g_array_set_size(per_cpu, 0);
+        return -EINVAL;
+}
+
+/* ---- per node ---------------------------------------------------------- */
+
+static double cpu_busy_fraction(const GArray *prev, const GArray *cur, unsigned cpu) {
+        if (!prev || cpu >= prev->len || cpu >= cur->len)
+                return 0.0;
+        const NpCpuTicks *a = &g_array_index(prev, NpCpuTicks, cpu);
+        const NpCpuTicks *b = &g_array_index(cur, NpCpuTicks, cpu);
+        /* iowait may go backwards on NOHZ kernels and hotplug resets counters */
+        if (b->total <= a->total || b->busy < a->busy)
+                return 0.0;
+        double f = (double) (b->busy - a->busy) / (double) (b->total - a->total);
+        return f > 1.0 ? 1.0 : f;
+}
+
+int np_sample_nodes(const NpTopology *t, bool inactive_file_is_free, const GArray *prev_ticks,
+                    GArray *ticks_out, GArray *out) {
+        if (!t || !out)
+                return -EINVAL;
+        g_autoptr(GArray) own_ticks = NULL;
+        if (!ticks_out)
+                ticks_out = own_ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
+
+        g_autofree char *stat = NULL;
+        int r = np_read_file("/proc/stat", &stat, NULL);
+        if (r < 0)
+                return r;
+        r = np_parse_proc_stat(stat, ticks_out);
+        if (r < 0)
+                return r;
+
+        g_array_set_size(out, 0);
+        for (unsigned i = 0; i < t->nodes->len; i++) {
+                const NpNode *n = g_ptr_array_index(t->nodes, i);
+                NpNodeSample s = {
+                        .id = n->id,
+                        .mem_total_bytes = n->mem_total_bytes,
+                        .cpu_capacity = (double) np_mask_weight(n->cpus),
+                };
+
+                g_autofree char *mi = NULL;
+                if (t->synthetic)
+                        r = np_read_file("/proc/meminfo", &mi, NULL);
+                else
+                        r = np_read_filef(&mi, NULL, "/sys/devices/system/node/node%u/meminfo", n->id);
+                if (r < 0)
+                        return r;
+                uint64_t v;
+                if (np_parse_meminfo_value(mi, "MemTotal", &v) == 0)
+                        s.mem_total_bytes = v; /* memory hotplug */
+                r = np_parse_meminfo_value(mi, "MemFree", &s.mem_free_strict_bytes);
+                if (r < 0)
+                        return -EINVAL;
+                s.mem_free_bytes = s.mem_free_strict_bytes;
+                if (inactive_file_is_free && np_parse_meminfo_value(mi, "Inactive(file)", &v) == 0)
+                        s.mem_free_bytes += v;
+
+                NP_MASK_FOREACH(cpu, n->cpus)
+                        s.cpu_busy += cpu_busy_fraction(prev_ticks, ticks_out, (unsigned) cpu);
+
+                g_array_append_val(out, s);
+        }
+        return 0;
+}
+
+/* ---- /proc/<pid>/stat --------------------------------------------------- */
+
+int np_parse_pid_stat(const char *buf, NpPidStat *out) {
+        if (!buf || !out)
+                return -EINVAL;
+        NpPidStat s = { 0 };
+        const char *p = buf;
+
+        uint64_t pid;
+        if (lex_u64(&p, &pid) < 0 || pid > INT_MAX || p[0] != ' ' || p[1] != '(')
+                return -EINVAL;
+        s.pid = (int) pid;
+
+        /* comm may hold anything but NUL, ')' included: it ends at the last ')' */
+        const char *open = p + 1;
+        const char *close = strrchr(open, ')');
+        if (!close)
+                return -EINVAL;
+        size_t len = (size_t) (close - open - 1);
+        if (len > NP_COMM_MAX - 1)
+                len = NP_COMM_MAX - 1;
+        memcpy(s.comm, open + 1, len);
+        s.comm[len] = '\0';
+
+        /* fields 3 (state) .. 39 (processor), numbered as in proc(5) */
+        p = close + 1;
+        for (unsigned field = 3; field <= 39; field++) {
+                if (*p != ' ')
+                        return -EINVAL;
+                const char *b = ++p;
+                while (*p && *p != ' ' && *p != '\n')
+                        p++;
+                const char *e = p;
+                if (e == b)
+                        return -EINVAL;
+                int r = 0;
+                uint64_t u;
+                int64_t i;
+                switch (field) {
+                case 3:
+                        if (e - b != 1)
+                                return -EINVAL;
+                        s.state = *b;
+                        break;
+                case 4:
+                        r = tok_int(b, e, &s.ppid);
+                        break;
+                case 9:
+                        r = tok_u64(b, e, &u);
+                        if (r == 0 && u > ULONG_MAX)
+                                r = -EINVAL;
+                        s.flags = (unsigned long) u;
+                        break;
+                case 14:
+                        r = tok_u64(b, e, &s.utime);
+                        break;
+                case 15:
+                        r = tok_u64(b, e, &s.stime);
+                        break;
+                case 20:
+                        r = tok_i64(b, e, &i);
+                        if (r == 0 && (i < LONG_MIN || i > LONG_MAX))
+                                r = -EINVAL;
+                        s.num_threads = (long) i;
+                        break;
+                case 22:
+                        r = tok_u64(b, e, &s.starttime);
+                        break;
+                case 24:
+                        r = tok_i64(b, e, &s.rss_pages);
+                        break;
+                case 39:
+                        r = tok_int(b, e, &s.processor);
+                        break;
+                default:
+                        break;
+                }
+                if (r < 0)
+                        return -EINVAL;
+        }
+        *out = s;
+        return 0;
+}
+
+int np_read_pid_stat(int pid, NpPidStat *out) {
+        char path[PATH_MAX];
+        char buf[4096];
+
+        if (pid <= 0)
+                return -EINVAL;
+        int n = snprintf(path, sizeof(path), "%s/proc/%d/stat", np_sysroot_get(), pid);
+        if (n < 0 || (size_t) n >= sizeof(path))
+                return -ENAMETOOLONG;
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return gone_or(-errno);
+        ssize_t k;
+        do
+                k = read(fd, buf, sizeof(buf) - 1);
+        while (k < 0 && errno == EINTR);
+        int saved = errno;
+        close(fd);
+        if (k < 0)
+                return gone_or(-saved);
+        if (k == 0)
+                return -ESRCH; /* exited between open and read */
+        if ((size_t) k == sizeof(buf) - 1)
+                return -EINVAL; /* far longer than any stat line */
+        buf[k] = '\0';
+        return np_parse_pid_stat(buf, out);
+}
+
+/* ---- /proc/<pid>/status ------------------------------------------------- */
+
+static int status_mask(const char *v, const char *eol, NpMask **slot) {
+        g_autofree char *s = eol ? g_strndup(v, (gsize) (eol - v)) : g_strdup(v);
+        NpMask *m = NULL;
+        int r = np_mask_parse(s, &m);
+        if (r < 0)
+                return -EINVAL;
+        np_mask_free(*slot);
+        *slot = m;
+        return 0;
+}
+
+/* "<number>" or "<number> kB" (then in bytes); for "Uid:" only the first of
+ * the four numbers (the real uid) is read. */
+static int status_number(const char *v, bool kb, uint64_t *out) {
+        const char *p = v;
+        uint64_t x;
+        if (lex_u64(&p, &x) < 0 || (*p && *p != '\n' && !is_blank(*p)))
+                return -EINVAL;
+        if (kb) {
+                p = skip_blanks(p);
+                if (strncmp(p, "kB", 2) != 0 || x > UINT64_MAX / 1024)
+                        return -EINVAL;
+                x *= 1024;
+                p = skip_blanks(p + 2);
+                if (*p && *p != '\n')
+                        return -EINVAL;
+        }
+        *out = x;
+        return 0;
+}
+
+int np_parse_pid_status(const char *buf, NpPidStatus *out) {
+        if (!buf || !out)
+                return -EINVAL;
+        NpPidStatus s = { 0 };
+        bool have_uid = false, have_threads = false;
+        int r = 0;
+
+        for (const char *line = buf; line && *line;) {
+                const char *start = line;
+                const char *eol = strchr(line, '\n');
+                const char *colon = memchr(line, ':', eol ? (size_t) (eol - line) : strlen(line));
+                line = eol ? eol + 1 : NULL;
+                if (!colon)
+                        continue;
+                size_t klen = (size_t) (colon - start);
+                const char *v = skip_blanks(colon + 1);
+                uint64_t x;
+#define KEY(name) (klen == sizeof(name) - 1 && memcmp(start, name, klen) == 0)
+                if (KEY("VmRSS")) {
+                        r = status_number(v, true, &s.vm_rss_bytes);
+                } else if (KEY("Threads")) {
+                        r = status_number(v, false, &x);
+                        if (r == 0 && x > UINT_MAX)
+                                r = -EINVAL;
+                        s.threads = (unsigned) x;
+                        have_threads = r == 0;
+                } else if (KEY("Uid")) {
+                        r = status_number(v, false, &x);
+                        if (r == 0 && x > UINT_MAX)
+                                r = -EINVAL;
+                        s.uid = (unsigned) x;
+                        have_uid = r == 0;
+                } else if (KEY("Cpus_allowed_list")) {
+                        r = status_mask(v, eol, &s.cpus_allowed);
+                } else if (KEY("Mems_allowed_list")) {
+                        r = status_mask(v, eol, &s.mems_allowed);
+                }
+#undef KEY
+                if (r < 0)
+                        break;
+        }
+        if (r == 0 && (!have_uid || !have_threads))
+                r = -EINVAL;
+        if (r < 0) {
+                np_pid_status_clear(&s);
+                return -EINVAL;
+        }
+        *out = s;
+        return 0;
+}
+
+void np_pid_status_clear(NpPidStatus *s) {
+        if (!s)
+                return;
+        g_clear_pointer(&s->cpus_allowed, np_mask_free);
+        g_clear_pointer(&s->mems_allowed, np_mask_free);
+        memset(s, 0, sizeof(*s));
+}
+
+int np_read_pid_status(int pid, NpPidStatus *out) {
+        if (pid <= 0)
+                return -EINVAL;
+        g_autofree char *buf = NULL;
+        int r = np_read_filef(&buf, NULL, "/proc/%d/status", pid);
+        if (r < 0)
+                return gone_or(r);
+        if (!*buf)
+                return -ESRCH;
+        return np_parse_pid_status(buf, out);
+}
+
+/* ---- /proc/<pid>/numa_maps ---------------------------------------------- */
+
+#define MAX_NODE_ID (1u << 20)
+
+typedef struct {
+        unsigned node;
+        uint64_t pages;
+} LinePages;
+
+static void add_bytes(GArray *acc, unsigned node, uint64_t bytes) {
+        if (node >= acc->len) {
+                guint old = acc->len;
+                g_array_set_size(acc, node + 1);
+                memset(&g_array_index(acc, uint64_t, old), 0, (node + 1 - old) * sizeof(uint64_t));
+        }
+        g_array_index(acc, uint64_t, node) += bytes;
+}
+
+/* One numa_maps line [p, eol): "<addr> <policy> [key=value | flag]...".
+ * Adds to acc (bytes per node, indexed by node) and the totals in m. */
+static int numa_maps_line(const char *p, const char *eol, GArray *line_pages, GArray *acc, NpNumaMaps *m) {
+        const char *q = p;
+        /* start address, hex */
+        while (q < eol && g_ascii_isxdigit(*q))
+                q++;
+        if (q == p || q == eol || !is_blank(*q))
+                return -EINVAL;
+        q = skip_blanks(q);
+        bool interleave = (eol - q >= 10 && memcmp(q, "interleave", 10) == 0) ||
+                          (eol - q >= 19 && memcmp(q, "weighted interleave", 19) == 0);
+
+        uint64_t page_kb = 4;
+        bool huge = false;
+        g_array_set_size(line_pages, 0);
+
+        while (q < eol) {
+                q = skip_blanks(q);
+                const char *b = q;
+                while (q < eol && !is_blank(*q))
+                        q++;
+                const char *e = q;
+                if (b == e)
+                        break;
+                if (e - b == 4 && memcmp(b, "huge", 4) == 0) {
+                        huge = true;
+                } else if (e - b > 18 && memcmp(b, "kernelpagesize_kB=", 18) == 0) {
+                        if (tok_u64(b + 18, e, &page_kb) < 0 || page_kb == 0)
+                                return -EINVAL;
+                } else if (*b == 'N' && e - b > 1 && b[1] >= '0' && b[1] <= '9') {
+                        const char *c = b + 1;
+                        uint64_t node, pages;
+                        if (lex_u64(&c, &node) < 0 || *c != '=' || node >= MAX_NODE_ID)
+                                return -EINVAL;
+                        if (tok_u64(c + 1, e, &pages) < 0)
+                                return -EINVAL;
+                        LinePages lp = { .node = (unsigned) node, .pages = pages };
+                        g_array_append_val(line_pages, lp);
+                }
+                /* anything else (policy, file=, anon=, dirty=, ...) is not needed */
+        }
+
+        uint64_t line_bytes = 0;
+        for (unsigned i = 0; i < line_pages->len; i++) {
+                LinePages *lp = &g_array_index(line_pages, LinePages, i);
+                uint64_t bytes;
+                if (__builtin_mul_overflow(lp->pages, page_kb * 1024, &bytes) ||
+                    __builtin_add_overflow(line_bytes, bytes, &line_bytes))
+                        return -EINVAL;
+                add_bytes(acc, lp->node, bytes);
+        }
+        if (__builtin_add_overflow(m->total_bytes, line_bytes, &m->total_bytes))
+                return -EINVAL;
+        if (huge)
+                m->huge_bytes += line_bytes;
+        if (interleave)
+                m->interleaved_bytes += line_bytes;
+        return 0;
+}
+
+int np_parse_numa_maps(const char *buf, NpNumaMaps *out) {
+        if (!buf || !out)
+                return -EINVAL;
+        NpNumaMaps m = { .per_node = g_array_new(FALSE, FALSE, sizeof(NpNodeBytes)) };
+        g_autoptr(GArray) acc = g_array_new(FALSE, TRUE, sizeof(uint64_t));
+        g_autoptr(GArray) line_pages = g_array_new(FALSE, FALSE, sizeof(LinePages));
+
+        for (const char *line = buf; *line;) {
+                const char *eol = strchr(line, '\n');
+                if (!eol)
+                        eol = line + strlen(line);
+                if (eol > line && numa_maps_line(line, eol, line_pages, acc, &m) < 0) {
+                        np_numa_maps_clear(&m);
+                        return -EINVAL;
+                }
+                line = *eol ? eol + 1 : eol;
+        }
+        for (unsigned node = 0; node < acc->len; node++) {
+                uint64_t b = g_array_index(acc, uint64_t, node);
+                if (b) {
+                        NpNodeBytes nb = { .node = node, .bytes = b };
+                        g_array_append_val(m.per_node, nb);
+                }
+        }
+        *out = m;
+        return 0;
+}
+
+void np_numa_maps_clear(NpNumaMaps *m) {
+        if (!m)
+                return;
+        if (m->per_node)
+                g_array_unref(m->per_node);
+        memset(m, 0, sizeof(*m));
+}
+
+uint64_t np_numa_maps_node_bytes(const NpNumaMaps *m, unsigned node) {
+        for (unsigned i = 0; m && m->per_node && i < m->per_node->len; i++) {
+                const NpNodeBytes *nb = &g_array_index(m->per_node, NpNodeBytes, i);
+                if (nb->node == node)
+                        return nb->bytes;
+        }
+        return 0;
+}
+
+NpMask *np_numa_maps_nodes(const NpNumaMaps *m) {
+        NpMask *mask = np_mask_new();
+        for (unsigned i = 0; m && m->per_node && i < m->per_node->len; i++) {
+                const NpNodeBytes *nb = &g_array_index(m->per_node, NpNodeBytes, i);
+                if (nb->bytes)
+                        np_mask_set(mask, nb->node);
+        }
+        return mask;
+}
+
+int np_read_numa_maps(int pid, NpNumaMaps *out) {
+        if (pid <= 0)
+                return -EINVAL;
+        g_autofree char *buf = NULL;
+        int r = np_read_filef(&buf, NULL, "/proc/%d/numa_maps", pid);
+        if (r < 0)
+                return gone_or(r);
+        return np_parse_numa_maps(buf, out);
+}
+
+/* ---- pids, clock ------------------------------------------------------- */
+
+static gint int_cmp(gconstpointer a, gconstpointer b) {
+        int x = *(const int *) a, y = *(const int *) b;
+        return x < y ? -1 : x > y;
+}
+
+GArray *np_list_pids(void) {
+        GArray *pids = g_array_new(FALSE, FALSE, sizeof(int));
+        g_autofree char *dir = np_path("/proc");
+        DIR *d = opendir(dir);
+        if (!d)
+                return pids;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                const char *p = de->d_name;
+                uint64_t v;
+                if (lex_u64(&p, &v) < 0 || *p || v == 0 || v > INT_MAX)
+                        continue;
+                int pid = (int) v;
+                g_array_append_val(pids, pid);
+        }
+        closedir(d);
+        g_array_sort(pids, int_cmp);
+        return pids;
+}
+
+long np_clock_ticks(void) {
+        static long ticks;
+        if (!ticks) {
+                long t = sysconf(_SC_CLK_TCK);
+                ticks = t > 0 ? t : 100;
+        }
+        return ticks;
+}

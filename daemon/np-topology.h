@@ -5,6 +5,7 @@
  * Nodes with memory but no CPUs and nodes with CPUs but no memory are valid.
  */
 #include <glib.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include "np-nodemask.h"
 
@@ -27,11 +28,16 @@ typedef struct {
         NpMask *with_cpus;   /* nodes with at least one CPU */
         NpMask *all_cpus;    /* union of the nodes' CPUs */
         unsigned max_cpu;    /* highest CPU id + 1 (size for per-CPU arrays) */
+        bool synthetic;      /* no /sys/devices/system/node (non-NUMA kernel): one
+                              * node 0, memory from /proc/meminfo */
 } NpTopology;
 
 /*
  * Load from the sysroot. Returns 0 and a new topology in *out, or a negative
- * errno with a message in *error (e.g. missing node directory). A machine
+ * errno with a message in *error (e.g. missing node directory, or a nodeN
+ * without cpulist, meminfo with MemTotal, or a distance line matching the
+ * online nodes). Node CPUs are cpulist restricted to
+ * /sys/devices/system/cpu/online when that file exists. A machine
  * without /sys/devices/system/node (non-NUMA kernel) is loaded as one node 0
  * holding every CPU in /sys/devices/system/cpu/online and MemTotal from
  * /proc/meminfo.
@@ -39,11 +45,16 @@ typedef struct {
 int np_topology_load(NpTopology **out, GError **error);
 
 /* Parse one nodeN/meminfo or /proc/meminfo buffer: value of `key` (e.g.
- * "MemTotal", "MemFree", "Inactive(file)") in bytes. 0 or -ENOENT/-EINVAL. */
+ * "MemTotal", "MemFree", "Inactive(file)") in bytes. Lines may carry a
+ * "Node <id> " prefix; a "kB" value is multiplied by 1024, a value without a
+ * unit (HugePages_Total) is returned as is. 0, -ENOENT when the key is
+ * absent, -EINVAL when its line is malformed. */
 int np_parse_meminfo_value(const char *buf, const char *key, uint64_t *bytes);
 
-/* Parse a nodeN/distance line ("10 20 20 30") against the ordered online
- * node set into out (NpDistance). 0 or -EINVAL when the count mismatches. */
+/* Parse a nodeN/distance line ("10 20 20 30"; the kernel prints one distance
+ * per online node in id order) against the online node set. On success the
+ * contents of out (NpDistance) are replaced and 0 is returned; -EINVAL (out
+ * untouched) when the count mismatches or a value is not a decimal number. */
 int np_parse_distance_line(const char *buf, const NpMask *online, GArray *out);
 
 /* The node with this id, or NULL. */
