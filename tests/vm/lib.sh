@@ -1,0 +1,125 @@
+# Helpers for npvm scenarios (busybox sh), sourced before /npvm/scenario.sh.
+#
+# Reporting: every result goes to the console as `NPVM-R KEY VALUE...`; the
+# host parses these (tests/vm/npvm.py Result).  Keys are single words.
+
+# np_result KEY VALUE...: one result line.
+np_result() {
+	echo "NPVM-R $*"
+}
+
+# np_log TEXT: a note for humans (shown with the console on failure).
+np_log() {
+	echo "npvm: $*"
+}
+
+# np_capture KEY CMD...: run CMD, every output line becomes a KEY result
+# (leading blanks kept); then `KEY.rc STATUS`.  Returns CMD's status.
+np_capture() {
+	_k=$1
+	shift
+	"$@" > /tmp/.np_capture 2>&1
+	_rc=$?
+	while IFS= read -r _l; do
+		echo "NPVM-R $_k $_l"
+	done < /tmp/.np_capture
+	echo "NPVM-R $_k.rc $_rc"
+	return $_rc
+}
+
+# np_nodes: the online node ids, one per line.
+np_nodes() {
+	for _d in /sys/devices/system/node/node[0-9]*; do
+		echo "${_d##*node}"
+	done | sort -n
+}
+
+# np_node_kb PID NODE: kB of PID's memory on NODE, from /proc/PID/numa_maps
+# (sum of N<node>=pages * kernelpagesize_kB over all mappings).
+np_node_kb() {
+	awk -v n="$2" '
+	{ ps = 4
+	  for (i = 2; i <= NF; i++) if ($i ~ /^kernelpagesize_kB=/) { split($i, a, "="); ps = a[2] }
+	  for (i = 2; i <= NF; i++) if ($i ~ ("^N" n "=")) { split($i, a, "="); s += a[2] * ps } }
+	END { print s + 0 }' "/proc/$1/numa_maps"
+}
+
+# np_numa_kb PID: "0=kB 1=kB ..." for every online node.
+np_numa_kb() {
+	awk -v nodes="$(np_nodes | tr '\n' ' ')" '
+	{ ps = 4
+	  for (i = 2; i <= NF; i++) if ($i ~ /^kernelpagesize_kB=/) { split($i, a, "="); ps = a[2] }
+	  for (i = 2; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split(substr($i, 2), a, "="); s[a[1]] += a[2] * ps } }
+	END { k = split(nodes, nn, " "); out = ""
+	      for (j = 1; j <= k; j++) out = out (j > 1 ? " " : "") nn[j] "=" (s[nn[j]] + 0)
+	      print out }' "/proc/$1/numa_maps"
+}
+
+# np_vmstat NAME: a /proc/vmstat counter (0 if absent).
+np_vmstat() {
+	awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }' /proc/vmstat
+}
+
+# np_wait_for SECONDS CMD...: poll CMD every 0.1 s until it succeeds;
+# returns 1 after SECONDS.
+np_wait_for() {
+	_n=$(($1 * 10))
+	shift
+	while [ "$_n" -gt 0 ]; do
+		"$@" && return 0
+		sleep 0.1
+		_n=$((_n - 1))
+	done
+	return 1
+}
+
+# np_wait_file FILE SECONDS
+np_wait_file() {
+	np_wait_for "$2" test -e "$1"
+}
+
+# np_check NAME CMD...: `check NAME ok` or `check NAME FAIL` (status kept).
+np_check() {
+	_name=$1
+	shift
+	if "$@"; then
+		np_result check "$_name" ok
+	else
+		np_result check "$_name" FAIL
+		return 1
+	fi
+}
+
+# np_start_workload READYFILE ARGS...: start np-workload in the background
+# with --ready-file, wait (60 s) until its memory is touched; prints its pid.
+np_start_workload() {
+	_rf=$1
+	shift
+	rm -f "$_rf"
+	np-workload --ready-file "$_rf" "$@" > "$_rf.out" 2>&1 &
+	_wpid=$!
+	if ! np_wait_file "$_rf" 60; then
+		np_log "np-workload $* did not get ready:"
+		cat "$_rf.out"
+		return 1
+	fi
+	echo "$_wpid"
+}
+
+# np_start_dbus: start dbus-daemon on the VM's system bus socket
+# (needs VM.add_dbus()); waits for the socket.
+np_start_dbus() {
+	export DBUS_SYSTEM_BUS_ADDRESS=unix:path=/run/dbus/system_bus_socket
+	mkdir -p /run/dbus
+	dbus-daemon --config-file=/etc/npvm-dbus.conf --nofork --nopidfile > /tmp/dbus.log 2>&1 &
+	if ! np_wait_file /run/dbus/system_bus_socket 30; then
+		np_log "dbus-daemon did not start:"
+		cat /tmp/dbus.log
+		return 1
+	fi
+}
+
+# np_wait_bus_name NAME SECONDS: wait until NAME is owned on the system bus.
+np_wait_bus_name() {
+	np_wait_for "$2" sh -c "busctl --system status '$1' >/dev/null 2>&1"
+}

@@ -1,0 +1,839 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""npvm: run scenario scripts inside a real Debian kernel under QEMU with a
+chosen NUMA topology, and bring structured results back.
+
+Standard library only.  The pieces, usable on their own:
+
+  ensure_host_commands()  install missing host tools from Debian packages
+  fetch_kernel()          apt-get download + dpkg-deb -x the Debian kernel,
+                          cached in the build directory
+  Topology                nodes, memory and CPUs per node, distances
+  Initramfs               newc cpio writer, adds binaries with their ldd libs
+  VM                      initramfs + topology + scenario -> boot -> Result
+  Result / Checker        parsed result lines, assertions, failure report
+  run_test()              wrapper for the meson test scripts (timing, errors)
+
+Inside the VM the scenario script runs under busybox sh after /npvm/lib.sh
+(tests/vm/lib.sh) was sourced; it reports with `np_result KEY VALUE...`,
+which prints `NPVM-R KEY VALUE...` between the NPVM-BEGIN and NPVM-END
+markers on the serial console.
+
+Run `python3 tests/vm/npvm.py --help` for the command line (run a script in
+a VM, or get an interactive shell).
+"""
+
+import argparse
+import fcntl
+import glob
+import os
+import re
+import secrets
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+MARK_BEGIN = "NPVM-BEGIN"
+MARK_END = "NPVM-END"
+MARK_RESULT = "NPVM-R"
+
+QEMU = "qemu-system-x86_64"
+
+# Host command -> Debian package providing it.
+PACKAGES = {
+    QEMU: "qemu-system-x86",
+    "busybox": "busybox-static",
+    "dpkg-deb": "dpkg",
+    "apt-get": "apt",
+    "ldd": "libc-bin",
+    "numactl": "numactl",
+    "migratepages": "numactl",
+    "numad": "numad",
+    "dbus-daemon": "dbus-daemon",
+    "busctl": "systemd",
+}
+
+DEFAULT_CMDLINE = ["console=ttyS0", "panic=-1", "quiet", "loglevel=1",
+                   # automatic NUMA balancing would move pages behind the
+                   # scenario's back; a scenario can ask for it again.
+                   "numa_balancing=disable"]
+
+
+class HarnessError(Exception):
+    """The harness itself cannot run (missing tool, download failed...)."""
+
+
+def log(msg):
+    print(f"npvm: {msg}", flush=True)
+
+
+# --------------------------------------------------------------------------
+# Build directory, cache, locking
+
+def build_root():
+    root = os.environ.get("NP_BUILD_ROOT")
+    if root:
+        return os.path.abspath(root)
+    # Run by hand from the source tree: guess ./build-vm or ./build.
+    src = os.path.dirname(os.path.dirname(HERE))
+    for cand in ("build-vm", "build"):
+        if os.path.isdir(os.path.join(src, cand, "meson-private")):
+            return os.path.join(src, cand)
+    raise HarnessError("NP_BUILD_ROOT is not set and no build directory was found; "
+                       "run through `meson test --suite vm` or set NP_BUILD_ROOT")
+
+
+def vm_build_dir():
+    d = os.path.join(build_root(), "tests", "vm")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def cache_dir():
+    d = os.environ.get("NPVM_CACHE") or os.path.join(vm_build_dir(), "cache")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+class _Lock:
+    """An flock on a file in the cache, so parallel tests fetch once."""
+
+    def __init__(self, name):
+        self.path = os.path.join(cache_dir(), name)
+
+    def __enter__(self):
+        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
+# --------------------------------------------------------------------------
+# Host tools
+
+def _run(cmd, **kw):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, **kw)
+
+
+_apt_updated = False
+
+
+def _apt_update():
+    global _apt_updated
+    if _apt_updated:
+        return
+    log("apt-get update")
+    r = _run(["apt-get", "update"], env=_apt_env())
+    if r.returncode != 0:
+        raise HarnessError(f"apt-get update failed:\n{r.stdout}")
+    _apt_updated = True
+
+
+def _apt_env():
+    env = dict(os.environ)
+    env["DEBIAN_FRONTEND"] = "noninteractive"
+    return env
+
+
+def find_command(name):
+    """Path of a host command, looking in sbin too."""
+    path = shutil.which(name)
+    if path:
+        return path
+    for d in ("/usr/sbin", "/sbin", "/usr/bin", "/bin"):
+        p = os.path.join(d, name)
+        if os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def ensure_host_commands(*names):
+    """Make sure the host commands exist; install the Debian packages that
+    provide missing ones (as root), or raise HarnessError saying what to
+    install.  Returns {name: path}."""
+    missing = [n for n in names if not find_command(n)]
+    if missing:
+        pkgs = sorted({PACKAGES.get(n, n) for n in missing})
+        if os.geteuid() != 0:
+            raise HarnessError(
+                f"missing host command(s) {', '.join(missing)}; install the Debian "
+                f"package(s) as root: apt-get install -y {' '.join(pkgs)}")
+        with _Lock(".apt.lock"):
+            missing = [n for n in names if not find_command(n)]
+            if missing:
+                _apt_update()
+                log(f"installing {' '.join(pkgs)} (for {', '.join(missing)})")
+                r = _run(["apt-get", "install", "-y", "--no-install-recommends"] + pkgs,
+                         env=_apt_env())
+                if r.returncode != 0:
+                    raise HarnessError(f"apt-get install {' '.join(pkgs)} failed:\n{r.stdout}")
+    paths = {}
+    for n in names:
+        p = find_command(n)
+        if not p:
+            raise HarnessError(f"host command {n} still missing after installing "
+                               f"Debian package {PACKAGES.get(n, n)}")
+        paths[n] = p
+    return paths
+
+
+# --------------------------------------------------------------------------
+# Kernel
+
+def kernel_package():
+    """The versioned kernel package that linux-image-amd64 depends on."""
+    def query():
+        r = _run(["apt-cache", "depends", "linux-image-amd64"])
+        m = re.search(r"Depends:\s*(linux-image-[0-9][^\s]*)", r.stdout)
+        return m.group(1) if m else None
+    pkg = query()
+    if not pkg:
+        _apt_update()
+        pkg = query()
+    if not pkg:
+        raise HarnessError("apt-cache depends linux-image-amd64 names no kernel package")
+    return pkg
+
+
+def fetch_kernel():
+    """Path to a cached vmlinuz from Debian's kernel package; downloads and
+    unpacks it on first use.  NPVM_KERNEL overrides."""
+    override = os.environ.get("NPVM_KERNEL")
+    if override:
+        if not os.path.isfile(override):
+            raise HarnessError(f"NPVM_KERNEL={override} does not exist")
+        return override
+    cache = cache_dir()
+    with _Lock(".kernel.lock"):
+        found = sorted(glob.glob(os.path.join(cache, "vmlinuz-*")))
+        if found:
+            return found[-1]
+        ensure_host_commands("apt-get", "dpkg-deb")
+        pkg = kernel_package()
+        log(f"downloading kernel package {pkg} into {cache}")
+        r = _run(["apt-get", "download", pkg], cwd=cache, env=_apt_env())
+        debs = glob.glob(os.path.join(cache, pkg + "_*.deb"))
+        if r.returncode != 0 or not debs:
+            raise HarnessError(f"apt-get download {pkg} failed:\n{r.stdout}")
+        with tempfile.TemporaryDirectory(dir=cache) as tmp:
+            r = _run(["dpkg-deb", "-x", debs[0], tmp])
+            if r.returncode != 0:
+                raise HarnessError(f"dpkg-deb -x {debs[0]} failed:\n{r.stdout}")
+            images = glob.glob(os.path.join(tmp, "boot", "vmlinuz-*"))
+            if not images:
+                raise HarnessError(f"{debs[0]} holds no boot/vmlinuz-*")
+            dest = os.path.join(cache, os.path.basename(images[0]))
+            shutil.copyfile(images[0], dest + ".tmp")
+            os.rename(dest + ".tmp", dest)
+        for d in debs:       # the modules are not needed; keep only vmlinuz
+            os.unlink(d)
+        return dest
+
+
+# --------------------------------------------------------------------------
+# Topology
+
+class Topology:
+    """A NUMA topology for QEMU.
+
+    nodes      number of nodes (ids 0..nodes-1)
+    mem_mb     MB per node: an int for all, or a list; 0 = a CPU-only node
+               (no memdev)
+    cpus       CPUs per node: an int for all, or a list; 0 = a memory-only node
+    distances  full matrix (list of lists), or None for the two-socket
+               default: 10 local, 20 same socket, 30 other socket, where the
+               first half of the nodes is socket 0 and the rest socket 1
+    CPU ids are handed out in node order: node 0 gets 0..cpus[0]-1, etc.
+    """
+
+    def __init__(self, nodes, mem_mb=256, cpus=1, distances=None):
+        if nodes < 1:
+            raise ValueError("at least one node")
+        self.nodes = nodes
+        self.mem_mb = list(mem_mb) if isinstance(mem_mb, (list, tuple)) else [mem_mb] * nodes
+        ncpus = list(cpus) if isinstance(cpus, (list, tuple)) else [cpus] * nodes
+        if len(self.mem_mb) != nodes or len(ncpus) != nodes:
+            raise ValueError("mem_mb and cpus need one entry per node")
+        if sum(self.mem_mb) <= 0 or sum(ncpus) <= 0:
+            raise ValueError("the machine needs memory and CPUs")
+        self.cpus = []
+        nxt = 0
+        for c in ncpus:
+            self.cpus.append(list(range(nxt, nxt + c)))
+            nxt += c
+        self.distances = distances or self.two_socket_distances(nodes)
+        if len(self.distances) != nodes or any(len(r) != nodes for r in self.distances):
+            raise ValueError("distance matrix must be nodes x nodes")
+
+    @staticmethod
+    def two_socket_distances(n):
+        sock = [i * 2 // n for i in range(n)]
+        return [[10 if i == j else (20 if sock[i] == sock[j] else 30)
+                 for j in range(n)] for i in range(n)]
+
+    @property
+    def total_mb(self):
+        return sum(self.mem_mb)
+
+    @property
+    def total_cpus(self):
+        return sum(len(c) for c in self.cpus)
+
+    def describe(self):
+        return (f"{self.nodes} nodes, MB/node {self.mem_mb}, "
+                f"CPUs/node {[len(c) for c in self.cpus]}")
+
+    def qemu_args(self):
+        n = self.total_cpus
+        args = ["-m", f"{self.total_mb}M",
+                # one socket per CPU: QEMU is happy with any CPU->node map
+                "-smp", f"{n},sockets={n},cores=1,threads=1"]
+        for i in range(self.nodes):
+            if self.mem_mb[i]:
+                args += ["-object", f"memory-backend-ram,id=m{i},size={self.mem_mb[i]}M"]
+            opt = f"node,nodeid={i}"
+            if self.cpus[i]:
+                c = self.cpus[i]
+                opt += f",cpus={c[0]}" if len(c) == 1 else f",cpus={c[0]}-{c[-1]}"
+            if self.mem_mb[i]:
+                opt += f",memdev=m{i}"
+            args += ["-numa", opt]
+        for i in range(self.nodes):
+            for j in range(self.nodes):
+                if i != j:
+                    args += ["-numa", f"dist,src={i},dst={j},val={self.distances[i][j]}"]
+        return args
+
+
+# --------------------------------------------------------------------------
+# Initramfs
+
+class Initramfs:
+    """An in-memory newc cpio archive."""
+
+    def __init__(self):
+        self.entries = {}   # path (no leading /) -> (mode, bytes)
+
+    @staticmethod
+    def _norm(path):
+        return os.path.normpath(path).lstrip("/")
+
+    def add_dir(self, path, mode=0o755):
+        path = self._norm(path)
+        if not path or path == ".":
+            return
+        parent = os.path.dirname(path)
+        if parent:
+            self.add_dir(parent)
+        cur = self.entries.get(path)
+        if cur is None or not stat.S_ISDIR(cur[0]):
+            if cur is not None and stat.S_ISLNK(cur[0]):
+                return      # a symlinked directory (e.g. lib64 -> lib)
+            self.entries[path] = (stat.S_IFDIR | mode, b"")
+
+    def add_file(self, path, data, mode=0o644):
+        path = self._norm(path)
+        self.add_dir(os.path.dirname(path))
+        if isinstance(data, str):
+            data = data.encode()
+        self.entries[path] = (stat.S_IFREG | mode, data)
+
+    def add_symlink(self, path, target):
+        path = self._norm(path)
+        self.add_dir(os.path.dirname(path))
+        self.entries[path] = (stat.S_IFLNK | 0o777, target.encode())
+
+    def add_host_file(self, host_path, dest=None, mode=None):
+        with open(host_path, "rb") as f:
+            data = f.read()
+        if mode is None:
+            mode = stat.S_IMODE(os.stat(host_path).st_mode)
+        self.add_file(dest or host_path, data, mode)
+
+    def add_binary(self, host_path, dest=None):
+        """Add an executable and every library ldd lists, at their paths."""
+        if not os.path.isfile(host_path):
+            raise HarnessError(f"binary {host_path} does not exist")
+        self.add_host_file(host_path, dest, 0o755)
+        for lib in ldd(host_path):
+            if self._norm(lib) not in self.entries:
+                self.add_host_file(lib, lib, 0o755)
+
+    def write(self, path):
+        out = bytearray()
+        ino = 1000
+
+        def entry(name, mode, data, nlink):
+            nonlocal ino
+            ino += 1
+            nb = name.encode() + b"\0"
+            hdr = "070701" + "".join(f"{v:08X}" for v in (
+                ino, mode, 0, 0, nlink, 0, len(data), 0, 0, 0, 0, len(nb), 0))
+            out.extend(hdr.encode())
+            out.extend(nb)
+            out.extend(b"\0" * (-(110 + len(nb)) % 4))
+            out.extend(data)
+            out.extend(b"\0" * (-len(data) % 4))
+
+        for name in sorted(self.entries):
+            mode, data = self.entries[name]
+            entry(name, mode, data, 2 if stat.S_ISDIR(mode) else 1)
+        entry("TRAILER!!!", 0, b"", 1)
+        with open(path + ".tmp", "wb") as f:
+            f.write(out)
+        os.rename(path + ".tmp", path)
+        return len(out)
+
+
+def ldd(binary):
+    """Libraries (and the dynamic loader) a binary needs, as host paths."""
+    r = _run(["ldd", binary])
+    if "not a dynamic executable" in r.stdout or "statically linked" in r.stdout:
+        return []
+    if r.returncode != 0:
+        raise HarnessError(f"ldd {binary} failed:\n{r.stdout}")
+    libs = []
+    for line in r.stdout.splitlines():
+        line = line.strip()
+        if "not found" in line:
+            raise HarnessError(f"ldd {binary}: {line}")
+        m = re.match(r"\S+\s+=>\s+(/\S+)", line) or re.match(r"(/\S+)\s+\(", line)
+        if m:
+            libs.append(m.group(1))
+    return libs
+
+
+# --------------------------------------------------------------------------
+# Results
+
+class Result:
+    """What came back from one boot."""
+
+    def __init__(self, name, console, wall, timed_out, qemu_rc):
+        self.name = name
+        self.console = console
+        self.wall = wall
+        self.timed_out = timed_out
+        self.qemu_rc = qemu_rc
+        self.began = False
+        self.ended = False
+        self.rc = None
+        self.items = []             # (key, value) in order
+        for raw in console.splitlines():
+            line = raw.rstrip("\r")
+            # tolerate stray console bytes before a marker
+            for mark in (MARK_RESULT + " ", MARK_BEGIN, MARK_END):
+                idx = line.find(mark)
+                if idx < 0:
+                    continue
+                rest = line[idx + len(mark):]
+                if mark == MARK_BEGIN:
+                    self.began = True
+                elif mark == MARK_END:
+                    self.ended = True
+                    m = re.search(r"rc=(\d+)", rest)
+                    self.rc = int(m.group(1)) if m else None
+                elif self.began and not self.ended:
+                    key, _, value = rest.partition(" ")
+                    self.items.append((key, value))
+                break
+
+    @property
+    def completed(self):
+        return self.began and self.ended and not self.timed_out
+
+    def all(self, key):
+        return [v for k, v in self.items if k == key]
+
+    def get(self, key, default=None):
+        vals = self.all(key)
+        return vals[-1] if vals else default
+
+    def int(self, key, default=None):
+        v = self.get(key)
+        try:
+            return int(v.split()[0])
+        except (AttributeError, IndexError, ValueError):
+            return default
+
+    def kv(self, key):
+        """A result line of KEY a=1 b=2 ... as a dict of ints (or strings)."""
+        out = {}
+        for tok in (self.get(key) or "").split():
+            k, sep, v = tok.partition("=")
+            if sep:
+                out[k] = int(v) if re.fullmatch(r"-?\d+", v) else v
+        return out
+
+    def node_kb(self, key):
+        """A np_numa_kb result ("0=kB 1=kB ...") as {node: kB}."""
+        return {int(k): v for k, v in self.kv(key).items() if k.isdigit()}
+
+    def numactl_hardware(self, key="numactl-H"):
+        """Parse captured `numactl -H` lines into
+        {'nodes': [ids], 'cpus': {n: [..]}, 'size_mb': {n: MB}, 'distances': {n: {m: d}}}."""
+        hw = {"nodes": [], "cpus": {}, "size_mb": {}, "distances": {}}
+        header = None
+        for line in self.all(key):
+            m = re.match(r"\s*node (\d+) cpus:(.*)$", line)
+            if m:
+                n = int(m.group(1))
+                hw["nodes"].append(n)
+                hw["cpus"][n] = [int(x) for x in m.group(2).split()]
+                continue
+            m = re.match(r"\s*node (\d+) size: (\d+) MB", line)
+            if m:
+                hw["size_mb"][int(m.group(1))] = int(m.group(2))
+                continue
+            m = re.match(r"\s*node\s+((\d+\s*)+)$", line)
+            if m:
+                header = [int(x) for x in m.group(1).split()]
+                continue
+            m = re.match(r"\s*(\d+):\s+((\d+\s*)+)$", line)
+            if m and header:
+                vals = [int(x) for x in m.group(2).split()]
+                hw["distances"][int(m.group(1))] = dict(zip(header, vals))
+        return hw
+
+
+class CheckFailed(Exception):
+    pass
+
+
+class Checker:
+    """Collects assertions about a Result; finish() reports and returns the
+    exit code (0 pass, 1 fail) with the scenario's console attached on
+    failure."""
+
+    def __init__(self, result):
+        self.result = result
+        self.failures = []
+        self.passes = 0
+
+    def check(self, cond, what):
+        if cond:
+            self.passes += 1
+            print(f"  ok   {what}")
+        else:
+            self.failures.append(what)
+            print(f"  FAIL {what}")
+        return bool(cond)
+
+    def eq(self, got, want, what):
+        return self.check(got == want, f"{what}: got {got!r}, want {want!r}")
+
+    def near(self, got, want, tol, what):
+        ok = got is not None and abs(got - want) <= tol
+        return self.check(ok, f"{what}: got {got!r}, want {want!r} +- {tol}")
+
+    def require_completed(self):
+        r = self.result
+        if r.timed_out:
+            self.check(False, f"VM '{r.name}' finished in time (killed after {r.wall:.0f} s)")
+        elif not r.began:
+            self.check(False, f"VM '{r.name}' reached the scenario ({MARK_BEGIN} seen)")
+        elif not r.ended:
+            self.check(False, f"VM '{r.name}' scenario ran to its end ({MARK_END} seen)")
+        else:
+            self.eq(r.rc, 0, f"scenario '{r.name}' exit status")
+        return r.completed
+
+    def finish(self):
+        r = self.result
+        if self.failures:
+            print(f"\n---- console output of VM '{r.name}' ({r.wall:.1f} s, "
+                  f"qemu rc {r.qemu_rc}{', TIMED OUT' if r.timed_out else ''}) ----")
+            print(r.console.replace("\r", "").rstrip())
+            print(f"---- end of console output of '{r.name}' ----\n")
+            print(f"{len(self.failures)} check(s) failed, {self.passes} passed:")
+            for f in self.failures:
+                print(f"  - {f}")
+            return 1
+        print(f"all {self.passes} checks passed")
+        return 0
+
+
+def check_topology(t, result, topo, mem_tol_mb=None, key="numactl-H"):
+    """Assert that `numactl -H` inside the VM (captured with
+    `np_capture numactl-H numactl -H`) shows exactly the topology asked for:
+    nodes, CPUs, memory sizes (within mem_tol_mb) and distances."""
+    hw = result.numactl_hardware(key)
+    # CPU-only nodes: how they look is reported by the scenario itself.
+    want_nodes = list(range(topo.nodes))
+    t.eq(sorted(hw["nodes"]), want_nodes, "numactl -H node ids")
+    for n in want_nodes:
+        t.eq(hw["cpus"].get(n), topo.cpus[n], f"node {n} CPUs")
+        want = topo.mem_mb[n]
+        got = hw["size_mb"].get(n)
+        # The kernel keeps back its image, struct pages (~1.6%) and some
+        # boot-time allocations; node 0 carries the kernel image itself.
+        tol = mem_tol_mb if mem_tol_mb is not None else \
+            max(8, want * 3 // 100) + (48 if n == min(i for i in want_nodes if topo.mem_mb[i]) else 0)
+        t.check(got is not None and want - tol <= got <= want,
+                f"node {n} size: got {got} MB, want {want} MB (at most {tol} MB less)")
+    for i in want_nodes:
+        row = hw["distances"].get(i, {})
+        t.eq([row.get(j) for j in want_nodes], topo.distances[i], f"distances from node {i}")
+
+
+# --------------------------------------------------------------------------
+# The VM
+
+DBUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=/run/dbus/system_bus_socket</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <allow own="*"/>
+    <allow send_type="method_call"/>
+    <allow send_type="signal"/>
+    <allow send_type="method_return"/>
+    <allow send_type="error"/>
+    <allow receive_type="method_call"/>
+    <allow receive_type="signal"/>
+    <allow receive_type="method_return"/>
+    <allow receive_type="error"/>
+  </policy>
+</busconfig>
+"""
+
+_current_qemu = None
+
+
+def _kill_current(*_):
+    if _current_qemu and _current_qemu.poll() is None:
+        _current_qemu.kill()
+
+
+class VM:
+    """One boot: a topology, a cgroup mode, files and binaries, a scenario.
+
+        vm = VM("workload-4", Topology(4, mem_mb=512), cgroup="v1")
+        vm.add_commands("numactl", "migratepages")   # host binaries + libs
+        vm.add_workload()                            # tests/tools/np-workload
+        res = vm.run(SCRIPT, timeout=300)
+
+    cgroup: "v1" (cpuset hierarchy at /sys/fs/cgroup/cpuset), "v2" (cgroup2 at
+    /sys/fs/cgroup with +cpuset in cgroup.subtree_control) or None.
+    """
+
+    def __init__(self, name, topology, cgroup="v2", cmdline=None):
+        if cgroup not in ("v1", "v2", None):
+            raise ValueError("cgroup must be 'v1', 'v2' or None")
+        self.name = name
+        self.topology = topology
+        self.cgroup = cgroup
+        self.cmdline = list(DEFAULT_CMDLINE) + list(cmdline or [])
+        self.commands = ensure_host_commands(QEMU, "busybox", "ldd")
+        self.initramfs = Initramfs()
+        self._setup_base()
+
+    def _setup_base(self):
+        fs = self.initramfs
+        for d in ("proc", "sys", "dev", "run", "tmp", "etc", "root", "var", "mnt",
+                  "npvm", "usr/bin", "usr/sbin"):
+            fs.add_dir(d)
+        fs.add_symlink("var/run", "../run")
+        busybox = self.commands["busybox"]
+        fs.add_binary(busybox, "bin/busybox")
+        r = _run([busybox, "--list-full"])
+        for applet in r.stdout.split():
+            if applet != "bin/busybox":
+                fs.add_symlink(applet, "/bin/busybox")
+        fs.add_file("etc/passwd", "root:x:0:0:root:/root:/bin/sh\n"
+                    "messagebus:x:100:101::/nonexistent:/bin/false\n")
+        fs.add_file("etc/group", "root:x:0:\nmessagebus:x:101:\n")
+        fs.add_file("etc/machine-id", secrets.token_hex(16) + "\n")
+        with open(os.path.join(HERE, "init.sh")) as f:
+            fs.add_file("init", f.read(), 0o755)
+        with open(os.path.join(HERE, "lib.sh")) as f:
+            fs.add_file("npvm/lib.sh", f.read(), 0o644)
+
+    # -- contents ---------------------------------------------------------
+    def add_commands(self, *names):
+        """Host commands (installed from Debian if missing) into /usr/bin."""
+        paths = ensure_host_commands(*names)
+        for n in names:
+            self.initramfs.add_binary(paths[n], f"usr/bin/{n}")
+
+    def add_binary(self, host_path, dest=None):
+        """Any binary (with its libraries), by default into /usr/bin."""
+        self.initramfs.add_binary(host_path, dest or f"usr/bin/{os.path.basename(host_path)}")
+
+    def add_file(self, dest, data, mode=0o644):
+        self.initramfs.add_file(dest, data, mode)
+
+    def add_workload(self):
+        """tests/tools/np-workload from the build tree, as /usr/bin/np-workload."""
+        path = os.environ.get("NPVM_WORKLOAD") or \
+            os.path.join(build_root(), "tests", "tools", "np-workload")
+        if not os.path.isfile(path):
+            raise HarnessError(f"np-workload not built ({path}); run meson compile")
+        self.add_binary(path, "usr/bin/np-workload")
+
+    def add_dbus(self):
+        """dbus-daemon with an allow-everything system-bus config at
+        /etc/npvm-dbus.conf (np_start_dbus in lib.sh starts it) and busctl."""
+        self.add_commands("dbus-daemon", "busctl")
+        self.add_file("etc/npvm-dbus.conf", DBUS_CONFIG)
+        self.initramfs.add_dir("run/dbus")
+
+    def add_daemon(self):
+        """The project's daemon from the build tree as /usr/sbin/numaplaced."""
+        path = os.environ.get("NPVM_DAEMON") or os.path.join(build_root(), "daemon", "numaplaced")
+        if not os.path.isfile(path):
+            raise HarnessError(f"numaplaced not built ({path}); run meson compile")
+        self.add_binary(path, "usr/sbin/numaplaced")
+
+    # -- running ----------------------------------------------------------
+    def qemu_command(self, kernel, initrd, interactive=False):
+        return [self.commands[QEMU], "-accel", "tcg", "-nographic", "-no-reboot",
+                "-nic", "none", "-kernel", kernel, "-initrd", initrd,
+                "-append", " ".join(self.cmdline)] + self.topology.qemu_args()
+
+    def _prepare(self, script, interactive):
+        env = [f"NPVM_NAME='{self.name}'", f"NPVM_CGROUP='{self.cgroup or ''}'",
+               f"NPVM_SHELL='{1 if interactive else 0}'"]
+        self.add_file("npvm/env", "\n".join(env) + "\n")
+        self.add_file("npvm/scenario.sh", script, 0o755)
+        kernel = fetch_kernel()
+        outdir = os.path.join(vm_build_dir(), "runs")
+        os.makedirs(outdir, exist_ok=True)
+        initrd = os.path.join(outdir, f"{self.name}.cpio")
+        self.initramfs.write(initrd)
+        return kernel, initrd, outdir
+
+    def run(self, script, timeout=300):
+        """Boot, run the scenario script, power off; never longer than
+        timeout seconds (QEMU is killed).  Returns a Result; the console is
+        also kept in <builddir>/tests/vm/runs/<name>.log."""
+        global _current_qemu
+        kernel, initrd, outdir = self._prepare(script, False)
+        cmd = self.qemu_command(kernel, initrd)
+        logpath = os.path.join(outdir, f"{self.name}.log")
+        log(f"booting '{self.name}': {self.topology.describe()}, cgroup {self.cgroup}, "
+            f"timeout {timeout} s")
+        with open(os.path.join(outdir, f"{self.name}.cmd"), "w") as f:
+            f.write(" ".join(f"'{a}'" if " " in a else a for a in cmd) + "\n")
+        start = time.monotonic()
+        timed_out = False
+        with open(logpath, "wb") as out:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT)
+            _current_qemu = proc
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                proc.kill()
+                proc.wait()
+            finally:
+                _current_qemu = None
+        wall = time.monotonic() - start
+        with open(logpath, "rb") as f:
+            console = f.read().decode("utf-8", "replace")
+        res = Result(self.name, console, wall, timed_out, proc.returncode)
+        log(f"'{self.name}' done in {wall:.1f} s"
+            f"{' (TIMED OUT)' if timed_out else ''}, {len(res.items)} result lines")
+        return res
+
+    def shell(self, script=""):
+        """Boot interactively: the scenario (if any) runs, then a shell on
+        the console; leaving it powers off.  Ctrl-a x kills QEMU."""
+        kernel, initrd, _ = self._prepare(script, True)
+        cmd = self.qemu_command(kernel, initrd, interactive=True)
+        print("npvm: interactive VM; exit the shell to power off, or Ctrl-a x", flush=True)
+        return subprocess.call(cmd)
+
+
+# --------------------------------------------------------------------------
+# Test wrapper
+
+def run_test(name, body):
+    """Run one meson test: body() returns an exit code.  Prints the wall
+    time, records it for the suite summary, and turns HarnessError into a
+    clear failure."""
+    signal.signal(signal.SIGTERM, lambda *a: (_kill_current(), sys.exit(124)))
+    start = time.time()
+    try:
+        rc = body()
+    except HarnessError as e:
+        print(f"npvm: FAIL: {name} cannot run: {e}", flush=True)
+        rc = 1
+    finally:
+        _kill_current()
+    end = time.time()
+    print(f"npvm: {name}: {'PASS' if rc == 0 else 'FAIL'}, wall time {end - start:.1f} s")
+    try:
+        tdir = os.path.join(vm_build_dir(), "times")
+        os.makedirs(tdir, exist_ok=True)
+        with open(os.path.join(tdir, f"{name}.txt"), "w") as f:
+            f.write(f"{start:.3f} {end:.3f} {'PASS' if rc == 0 else 'FAIL'}\n")
+    except (OSError, HarnessError):
+        pass
+    sys.exit(rc)
+
+
+# --------------------------------------------------------------------------
+# Command line
+
+def _parse_list(s, conv=int):
+    return [conv(x) for x in s.split(",")] if "," in s else conv(s)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description="Boot the Debian kernel under QEMU (TCG) with a NUMA topology "
+                    "and run a scenario script, or get a shell.")
+    ap.add_argument("mode", choices=["run", "shell"], help="run SCRIPT, or an interactive shell")
+    ap.add_argument("--nodes", type=int, default=4)
+    ap.add_argument("--mem", default="512", help="MB per node, or a comma list (0: CPU-only)")
+    ap.add_argument("--cpus", default="1", help="CPUs per node, or a comma list (0: memory-only)")
+    ap.add_argument("--cgroup", choices=["v1", "v2", "none"], default="v2")
+    ap.add_argument("--script", help="scenario script file (busybox sh)")
+    ap.add_argument("--workload", action="store_true", help="include np-workload")
+    ap.add_argument("--daemon", action="store_true", help="include numaplaced, dbus-daemon, busctl")
+    ap.add_argument("--commands", default="numactl,migratepages",
+                    help="host commands to include (comma list)")
+    ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--append", default="", help="extra kernel command line")
+    a = ap.parse_args(argv)
+    topo = Topology(a.nodes, _parse_list(a.mem), _parse_list(a.cpus))
+    vm = VM(f"manual-{a.mode}", topo, None if a.cgroup == "none" else a.cgroup,
+            a.append.split())
+    if a.commands:
+        vm.add_commands(*a.commands.split(","))
+    if a.workload:
+        vm.add_workload()
+    if a.daemon:
+        vm.add_dbus()
+        vm.add_daemon()
+    script = open(a.script).read() if a.script else ""
+    if a.mode == "shell":
+        return vm.shell(script)
+    res = vm.run(script or "np_capture numactl-H numactl -H\n", a.timeout)
+    print(res.console.replace("\r", ""))
+    print(f"npvm: {len(res.items)} result lines, completed={res.completed}, rc={res.rc}, "
+          f"wall {res.wall:.1f} s")
+    return 0 if res.completed and res.rc == 0 else 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except HarnessError as e:
+        print(f"npvm: error: {e}", file=sys.stderr)
+        sys.exit(1)
