@@ -24,7 +24,7 @@ typedef struct {
         /* [Daemon] */
         NpMode mode;                       /* Mode=enforce|advise (enforce) */
         NpBackendKind backend;             /* Backend=auto|cpuset|systemd|affinity (auto) */
-        uint64_t scan_interval_usec;       /* ScanIntervalSec= (5 s), 1..3600, fractions allowed */
+        uint64_t scan_interval_usec;       /* ScanIntervalSec= (5 s), 0.1..3600, fractions allowed */
         uint64_t max_scan_interval_usec;   /* MaxScanIntervalSec= (15 s), >= ScanIntervalSec */
         int log_level;                     /* LogLevel= (info), LOG_* */
         bool release_on_stop;              /* ReleaseOnStop= (yes) */
@@ -71,6 +71,13 @@ int np_parse_bool(const char *s, bool *b);               /* yes/no/true/false/on
 
 const char *np_mode_to_string(NpMode m);
 const char *np_backend_kind_to_string(NpBackendKind k);
+
+/*
+ * Include=/Exclude= matching: true when an entry of `list` (NULL-terminated,
+ * NULL = empty) is the decimal `pid`, or is an fnmatch(3) glob matching
+ * `comm` (comm may be NULL: only PIDs are compared).
+ */
+bool np_config_list_match(char *const *list, unsigned pid, const char *comm);
 
 /* Render the effective configuration as INI text (for Dump()). Caller frees. */
 char *np_config_to_string(const NpConfig *c);
