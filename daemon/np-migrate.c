@@ -1,1 +1,270 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The migration executor: one migrate_pages(2) call per planned pair,
+ * accounting from numa_maps, optional pacing to [Migration] MaxRate=.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "np-log.h"
 #include "np-migrate.h"
+
+#define NP_PF_EXITING 0x00000004UL
+
+long np_migrate_pair(pid_t pid, unsigned src, unsigned dst) {
+        g_autoptr(NpMask) old_nodes = np_mask_new();
+        g_autoptr(NpMask) new_nodes = np_mask_new();
+        np_mask_set(old_nodes, src);
+        np_mask_set(new_nodes, dst);
+
+        /* Both arrays the same size, with room for the higher id. */
+        unsigned need = MAX(src, dst) + 1;
+        unsigned long old_bits = 0, new_bits = 0;
+        g_autofree unsigned long *old_v = np_mask_to_ulongs(old_nodes, need, &old_bits);
+        g_autofree unsigned long *new_v = np_mask_to_ulongs(new_nodes, need, &new_bits);
+        g_assert(old_bits == new_bits);
+
+        /* The kernel reads maxnode - 1 bits (get_nodes() decrements it), so
+         * maxnode is the array size in bits plus one: every bit we pass,
+         * including the last word's highest one, is seen. */
+        long r = syscall(SYS_migrate_pages, (long) pid, old_bits + 1, old_v, new_v);
+        if (r < 0)
+                return -errno;
+        return r;
+}
+
+/* ---- accounting -------------------------------------------------------- */
+
+/* A tiny node -> bytes map (plans touch a handful of nodes). */
+typedef struct {
+        GArray *v; /* NpNodeBytes */
+} NodeState;
+
+static NpNodeBytes *state_slot(NodeState *s, unsigned node) {
+        for (guint i = 0; i < s->v->len; i++) {
+                NpNodeBytes *nb = &g_array_index(s->v, NpNodeBytes, i);
+                if (nb->node == node)
+                        return nb;
+        }
+        NpNodeBytes nb = { .node = node, .bytes = 0 };
+        g_array_append_val(s->v, nb);
+        return &g_array_index(s->v, NpNodeBytes, s->v->len - 1);
+}
+
+static void state_init(NodeState *s, const NpNumaMaps *m) {
+        s->v = g_array_new(FALSE, FALSE, sizeof(NpNodeBytes));
+        if (m && m->per_node)
+                g_array_append_vals(s->v, m->per_node->data, m->per_node->len);
+}
+
+static void state_clear(NodeState *s) {
+        g_clear_pointer(&s->v, g_array_unref);
+}
+
+static bool refilled_later(const GArray *plan, guint i, guint n_done, unsigned node) {
+        for (guint j = i + 1; j < n_done; j++)
+                if (g_array_index(plan, NpMovePair, j).dst == node)
+                        return true;
+        return false;
+}
+
+uint64_t np_migrate_moved_bytes(const GArray *plan, guint n_done, const NpNumaMaps *before,
+                                const NpNumaMaps *after) {
+        g_return_val_if_fail(plan, 0);
+        g_return_val_if_fail(before, 0);
+
+        n_done = MIN(n_done, plan->len);
+
+        NodeState st;
+        state_init(&st, before);
+
+        uint64_t moved = 0;
+        for (guint i = 0; i < n_done; i++) {
+                const NpMovePair *p = &g_array_index(plan, NpMovePair, i);
+                uint64_t have = state_slot(&st, p->src)->bytes;
+                uint64_t stay = 0;
+
+                /* What is still on a source that no later pair refills did
+                 * not leave it (pages that failed to move, or shared pages). */
+                if (after && !refilled_later(plan, i, n_done, p->src))
+                        stay = MIN(np_numa_maps_node_bytes(after, p->src), have);
+
+                uint64_t left = have - stay;
+                moved += left;
+                state_slot(&st, p->src)->bytes = stay;
+                state_slot(&st, p->dst)->bytes += left;
+        }
+
+        state_clear(&st);
+        return moved;
+}
+
+/* ---- pacing ------------------------------------------------------------- */
+
+uint64_t np_migrate_pace_usec(uint64_t done_bytes, uint64_t max_rate, uint64_t elapsed_usec) {
+        if (max_rate == 0 || done_bytes == 0)
+                return 0;
+
+        /* need = ceil(done_bytes * 1e6 / max_rate) without overflowing:
+         * whole seconds first, then the remainder (< max_rate). */
+        const uint64_t M = 1000000;
+        uint64_t q = done_bytes / max_rate, rem = done_bytes % max_rate;
+        if (q > (UINT64_MAX - M) / M)
+                return UINT64_MAX;
+        uint64_t need = q * M;
+        if (rem <= UINT64_MAX / M)
+                need += (rem * M + max_rate - 1) / max_rate;
+        else {
+#ifdef __SIZEOF_INT128__
+                __extension__ typedef unsigned __int128 u128;
+                need += (uint64_t) (((u128) rem * M + max_rate - 1) / max_rate);
+#else
+                /* rem < max_rate: at most M; rounding can only be off by one
+                 * microsecond, towards sleeping longer */
+                need += (uint64_t) ((long double) rem * (long double) M / (long double) max_rate) + 1;
+#endif
+        }
+
+        return need > elapsed_usec ? need - elapsed_usec : 0;
+}
+
+/* ---- execution ---------------------------------------------------------- */
+
+void np_migrate_result_clear(NpMigrateResult *r) {
+        if (!r)
+                return;
+        np_numa_maps_clear(&r->before);
+        np_numa_maps_clear(&r->after);
+        memset(r, 0, sizeof(*r));
+}
+
+static void maps_set_empty(NpNumaMaps *m) {
+        memset(m, 0, sizeof(*m));
+        m->per_node = g_array_new(FALSE, FALSE, sizeof(NpNodeBytes));
+}
+
+/* Read numa_maps into *out; on failure *out is a valid empty NpNumaMaps. */
+static int read_maps(pid_t pid, NpNumaMaps *out) {
+        NpNumaMaps m = { 0 };
+        int k = np_read_numa_maps((int) pid, &m);
+        if (k < 0) {
+                np_numa_maps_clear(&m);
+                maps_set_empty(out);
+                return k;
+        }
+        if (!m.per_node)
+                m.per_node = g_array_new(FALSE, FALSE, sizeof(NpNodeBytes));
+        *out = m;
+        return 0;
+}
+
+/* migrate_pages() says EINVAL, not ESRCH, for a process that has already
+ * released its memory (exiting, or a zombie): treat those as gone. */
+static bool process_gone(pid_t pid) {
+        NpPidStat st;
+        memset(&st, 0, sizeof(st));
+        int k = np_read_pid_stat((int) pid, &st);
+        if (k == -ESRCH)
+                return true;
+        if (k < 0)
+                return false;
+        return st.state == 'Z' || st.state == 'X' || (st.flags & NP_PF_EXITING);
+}
+
+static void log_pair_failure(pid_t pid, const NpMovePair *p, long err) {
+        char f_pid[32], f_src[32], f_dst[32], f_errno[32];
+        snprintf(f_pid, sizeof(f_pid), "NP_PID=%d", (int) pid);
+        snprintf(f_src, sizeof(f_src), "NP_SRC_NODE=%u", p->src);
+        snprintf(f_dst, sizeof(f_dst), "NP_DST_NODE=%u", p->dst);
+        snprintf(f_errno, sizeof(f_errno), "ERRNO=%ld", -err);
+        const char *const fields[] = { f_pid, f_src, f_dst, f_errno, NULL };
+
+        np_log_fields(LOG_WARNING, NP_MESSAGE_MIGRATION_FAILED, fields,
+                      "migrate_pages(pid %d, node %u -> node %u) failed: %s; plan abandoned",
+                      (int) pid, p->src, p->dst, g_strerror((int) -err));
+}
+
+int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, NpMigrateResult *r) {
+        g_return_val_if_fail(r, -EINVAL);
+
+        memset(r, 0, sizeof(*r));
+        int64_t t0 = g_get_monotonic_time();
+
+        if (pid <= 0 || !plan) {
+                maps_set_empty(&r->before);
+                maps_set_empty(&r->after);
+                r->error = -EINVAL;
+                return r->error;
+        }
+
+        int k = read_maps(pid, &r->before);
+        if (k == -ESRCH) {
+                log_debug("pid %d is gone, migration plan dropped", (int) pid);
+                maps_set_empty(&r->after);
+                r->error = -ESRCH;
+                r->usec = (uint64_t) (g_get_monotonic_time() - t0);
+                return r->error;
+        }
+        if (k < 0)
+                log_debug("pid %d: numa_maps unreadable (%s), accounting will be empty",
+                          (int) pid, g_strerror(-k));
+
+        /* The simulated per-node state drives the pacing estimate: each pair
+         * moves what its source holds at that point of the plan. */
+        NodeState st;
+        state_init(&st, &r->before);
+        uint64_t paced_bytes = 0;
+        guint n_done = 0;
+
+        for (guint i = 0; i < plan->len; i++) {
+                const NpMovePair *p = &g_array_index(plan, NpMovePair, i);
+
+                long ret = np_migrate_pair(pid, p->src, p->dst);
+                r->calls++;
+
+                if (ret < 0) {
+                        if (ret == -ESRCH || (ret == -EINVAL && process_gone(pid))) {
+                                log_debug("pid %d went away during migration (%u -> %u)",
+                                          (int) pid, p->src, p->dst);
+                                r->error = -ESRCH;
+                        } else {
+                                log_pair_failure(pid, p, ret);
+                                r->error = (int) ret;
+                        }
+                        break;
+                }
+
+                r->failed_pages += (uint64_t) ret;
+                n_done++;
+
+                NpNodeBytes *s = state_slot(&st, p->src);
+                uint64_t est = s->bytes;
+                s->bytes = 0;
+                state_slot(&st, p->dst)->bytes += est;
+                paced_bytes += est;
+
+                if (max_rate > 0) {
+                        int64_t now = g_get_monotonic_time();
+                        uint64_t wait = np_migrate_pace_usec(paced_bytes, max_rate, (uint64_t) (now - t0));
+                        if (wait > 0) {
+                                g_usleep((gulong) MIN(wait, (uint64_t) G_MAXULONG));
+                                r->paced_usec += (uint64_t) (g_get_monotonic_time() - now);
+                        }
+                }
+        }
+        state_clear(&st);
+
+        k = read_maps(pid, &r->after);
+        bool gone = k == -ESRCH || r->error == -ESRCH;
+        if (k == -ESRCH && r->error == 0) {
+                log_debug("pid %d exited right after its migration", (int) pid);
+                r->error = -ESRCH;
+        }
+
+        r->moved_bytes = np_migrate_moved_bytes(plan, n_done, &r->before, gone ? NULL : &r->after);
+        r->usec = (uint64_t) (g_get_monotonic_time() - t0);
+        return r->error;
+}

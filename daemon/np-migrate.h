@@ -12,7 +12,7 @@
 #include "np-sample.h"
 
 typedef struct {
-        uint64_t moved_bytes;     /* bytes that left the plan's source nodes (numa_maps before vs after) */
+        uint64_t moved_bytes;     /* bytes the calls moved, see np_migrate_moved_bytes() */
         uint64_t calls;           /* migrate_pages() calls made */
         uint64_t failed_pages;    /* sum of positive migrate_pages() returns (pages not moved) */
         uint64_t usec;            /* wall time of the whole execution, including pacing */
@@ -22,21 +22,77 @@ typedef struct {
         NpNumaMaps after;         /* per-node pages after (empty if the process is gone) */
 } NpMigrateResult;
 
+/* Frees before/after and zeroes the result. Safe on a zeroed result. */
 void np_migrate_result_clear(NpMigrateResult *r);
 
 /*
- * Execute `plan` (GArray of NpMovePair) for pid. max_rate is bytes per second,
- * 0 for unlimited: after each call the executor sleeps so that the bytes moved
- * so far do not exceed max_rate * elapsed; the pacing granularity is one
- * pair's worth of the process's memory (a single call is never split).
+ * Execute `plan` (GArray of NpMovePair) for pid: numa_maps before, one
+ * np_migrate_pair() per pair in order, numa_maps after.
+ *
+ * Pacing: max_rate is bytes per second, 0 for unlimited. After each call
+ * (the last one included) the executor sleeps so that the bytes moved so far
+ * do not exceed max_rate * elapsed since the start of the execution. The
+ * bytes of a call are estimated without re-reading numa_maps: what its source
+ * held at that point of the plan, simulated from the `before` snapshot (a
+ * pair moves all of its source's bytes onto its destination). The pacing is
+ * therefore as fine as one pair, i.e. one node's worth of the process's
+ * memory: a single call is never split, so one call may run at full speed
+ * and the sleep that follows brings the average back to max_rate. A
+ * one-pair plan is paced only by the sleep after it (which delays the return
+ * and so the daemon's next move).
  *
  * Returns 0 when the plan ran to the end (pages that could not be moved are
  * counted in failed_pages, not an error); -ESRCH when the process exited
- * (the plan ends quietly, result holds what was done); another negative errno
- * for a hard failure (logged with pid and nodes named). `r` is always filled.
+ * before, during or right after the plan (quietly, logged at debug level
+ * only; an EINVAL from a zombie or exiting process counts as exited; result
+ * holds what was done, moved_bytes is then the estimate described at
+ * np_migrate_moved_bytes()); another negative errno (-EPERM, -EINVAL, ...)
+ * for a hard failure: logged as a warning with NP_MESSAGE_MIGRATION_FAILED,
+ * naming the pid, the pair and the error; the rest of the plan is skipped.
+ * -EINVAL without a call when pid <= 0 or plan is NULL.
+ *
+ * `r` is always filled; it is overwritten, not freed first: release it with
+ * np_migrate_result_clear() before reusing it. before/after are then valid
+ * (possibly empty) NpNumaMaps with a non-NULL per_node array.
  */
 int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, NpMigrateResult *r);
 
-/* The raw syscall for one pair, sized for any node id. Returns the number of
- * pages not moved (>= 0) or a negative errno. */
+/*
+ * moved_bytes, from numa_maps truth, chain-aware (pure). The first n_done
+ * pairs of `plan` were carried out (calls that returned >= 0).
+ *
+ * Walks the pairs over a per-node state initialised from `before`: a pair
+ * moves what its source holds at that point, minus what stayed there, onto
+ * its destination; the moved amounts are summed. "What stayed" is
+ * after[src] (capped at what the source held) when no later pair refills that
+ * source; when a later pair refills it (a chain, e.g. {2,3,4} -> {3,4,5}:
+ * 4->5, 3->4, 2->3, or without the rule 0-7 -> {3,4}: 4->3 ... 3->4) the
+ * after value mixes both, so everything is assumed to have left.
+ *
+ * Hence: without chains (always the case with the skip rule when |from| !=
+ * |to|) the result is exactly the sum over the source nodes of
+ * max(0, before - after), the bytes that left them. With chains, pages that
+ * are physically copied twice count twice, as in the kernel's
+ * pgmigrate_success; net "before - after" would report 0 for 4->3 then 3->4
+ * and hide the cost the rule exists to avoid. Pages that failed to move on a
+ * refilled source are over-counted (they are in failed_pages). after == NULL
+ * (process gone) gives the estimate that every pair moved all its source held.
+ */
+uint64_t np_migrate_moved_bytes(const GArray *plan, guint n_done, const NpNumaMaps *before,
+                                const NpNumaMaps *after);
+
+/*
+ * The pacing computation (pure): microseconds to sleep so that done_bytes <=
+ * max_rate * (elapsed_usec + sleep) / 1e6, i.e. max(0, ceil(done_bytes * 1e6
+ * / max_rate) - elapsed_usec), without overflow (saturates at UINT64_MAX).
+ * 0 when max_rate is 0 (unlimited).
+ */
+uint64_t np_migrate_pace_usec(uint64_t done_bytes, uint64_t max_rate, uint64_t elapsed_usec);
+
+/* The raw syscall for one pair: migrate_pages(pid, maxnode, {src}, {dst}),
+ * both masks sized for the higher id (maxnode = array bits + 1, since the
+ * kernel reads maxnode - 1 bits). Returns the number of pages not moved
+ * (>= 0) or a negative errno (-ESRCH no such process, -EINVAL a node without
+ * memory or an id beyond the kernel's limit, or a process without memory,
+ * -EPERM not allowed). Logs nothing. */
 long np_migrate_pair(pid_t pid, unsigned src, unsigned dst);
