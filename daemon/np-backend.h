@@ -38,12 +38,24 @@ typedef int (*NpMigrateFn)(pid_t pid, void *userdata);
  * Returns NULL with *error set when the backend cannot work here.
  */
 NpBackend *np_backend_new(NpBackendKind kind, const char *runtime_dir, GError **error);
+/* The same with another name for the daemon's cgroup directory (NULL =
+ * "numaplaced"); for tests, so they never touch a running daemon's cgroups.
+ * NP_BACKEND_SYSTEMD is not handled here (NULL, G_FILE_ERROR_NOSYS). */
+NpBackend *np_backend_new_full(NpBackendKind kind, const char *runtime_dir, const char *cgroup_name,
+                               GError **error);
+/* Frees memory only: held processes stay where they are and the state file
+ * stays, so the next np_backend_new() on the same runtime_dir recovers them
+ * (this is what a crash looks like). Call np_backend_release_all() first
+ * for a clean stop. */
 void np_backend_free(NpBackend *b);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpBackend, np_backend_free)
 
 /* "cpuset", "affinity" (the one in force, never "auto"). */
 const char *np_backend_name(const NpBackend *b);
 NpBackendKind np_backend_kind(const NpBackend *b);
+/* cpuset backend: absolute path of the daemon's cgroup directory (e.g.
+ * "/sys/fs/cgroup/cpuset/numaplaced"); NULL for the affinity backend. */
+const char *np_backend_cgroup_hierarchy(const NpBackend *b);
 
 /*
  * Confine pid (all its threads) to `nodes` with the CPUs `cpus` (the caller
@@ -52,6 +64,13 @@ NpBackendKind np_backend_kind(const NpBackend *b);
  * process identity is (pid, starttime) so a reused pid is never touched on
  * release. Returns 0, -ESRCH when the process went away (nothing is left
  * behind), or another negative errno with *error set naming pid and nodes.
+ * On any failure every thread moved so far is put back and the process is
+ * not held afterwards (also when it was held before). A migrate() failure
+ * other than -ESRCH does not undo the confinement: it is logged and place
+ * returns 0 (the callback owner has the details). Placing a held process
+ * again moves it to the new nodes and keeps its original placement.
+ * The cpuset child is named after the node set: "numaplaced/nodes-3-4",
+ * "numaplaced/nodes-1_3" (list commas become '_').
  */
 int np_backend_place(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *nodes,
                      const NpMask *cpus, NpMigrateFn migrate, void *userdata, GError **error);
