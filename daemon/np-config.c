@@ -357,7 +357,7 @@ static char *choices_text(const char *const *choices) {
  * default. Returns 0, or -EINVAL/-ERANGE with *why set.
  */
 static int key_apply(const NpConfigKey *k, NpConfig *c, const char *value, char **why) {
-        uint64_t u;
+        uint64_t u = 0;
         int r;
 
         if (value[0] == '\0' && k->def[0] != '\0')

@@ -6,6 +6,17 @@
  * earlier one. "Missing" is not "invalid": an absent file or key keeps the
  * default. Any unknown group or key, malformed line, or bad value is an error
  * naming the file and line, the value and why; nothing partial is returned.
+ *
+ * Syntax decisions (documented in numaplaced.conf(5)):
+ *  - only '#' starts a comment, as in GKeyFile (a ';' line is an unknown key);
+ *  - an empty value ("Key=") means the key's default (the empty list for
+ *    ReservedCPUs=, Include=, Exclude=), so a drop-in can undo a setting;
+ *  - a key repeated in one file: the last wins (as GKeyFile), but every
+ *    assignment is validated; list keys are replaced, not merged;
+ *  - drop-ins: regular files named *.conf, not starting with '.', in strcmp()
+ *    order; MaxScanIntervalSec < ScanIntervalSec is refused, naming the line
+ *    of whichever of the two was set last.
+ * Errors are G_KEY_FILE_ERROR (content) or G_FILE_ERROR (I/O) GErrors.
  */
 #include <glib.h>
 #include <stdbool.h>
@@ -57,11 +68,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpConfig, np_config_free)
  * Load main_file (absent is fine: defaults) and then main_file + ".d/ (*.conf)"
  * in name order. Returns 0 and a new config in *out, or a negative errno and
  * *error set to "FILE:LINE: [Group] Key: 'value': why" (or "FILE:LINE: why"
- * for a malformed line). On error *out is untouched.
+ * for a malformed line). On error *out is untouched. -EINVAL/-ERANGE for bad
+ * content; -EACCES, -EISDIR, -EIO... when an existing file or the drop-in
+ * directory cannot be read (only ENOENT counts as absent).
+ * cfg->files lists the files read, in order (empty when none was found).
  */
 int np_config_load(const char *main_file, NpConfig **out, GError **error);
 
-/* Same on an in-memory buffer; `name` is used in messages. For tests. */
+/* Same on an in-memory buffer (no drop-ins); `name` is used in messages and
+ * is the one entry of cfg->files. For tests. */
 int np_config_load_data(const char *name, const char *data, NpConfig **out, GError **error);
 
 /* Parsers behind the table (exposed for tests). Each returns 0 or -EINVAL/-ERANGE. */
