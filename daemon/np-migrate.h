@@ -39,7 +39,9 @@ void np_migrate_result_clear(NpMigrateResult *r);
  * memory: a single call is never split, so one call may run at full speed
  * and the sleep that follows brings the average back to max_rate. A
  * one-pair plan is paced only by the sleep after it (which delays the return
- * and so the daemon's next move).
+ * and so the daemon's next move). When numa_maps could not be read before,
+ * the estimate is 0 and nothing is paced. The sleep is not interruptible:
+ * a tiny max_rate with a large process blocks the caller for long.
  *
  * Returns 0 when the plan ran to the end (pages that could not be moved are
  * counted in failed_pages, not an error); -ESRCH when the process exited
