@@ -1,0 +1,840 @@
+/*
+ * Confinement backends on the real machine: a helper child process with
+ * several threads is placed, released, recovered after a "crash". Needs root
+ * and a writable cgroup v1 cpuset hierarchy (the cpuset tests) and at least
+ * two CPUs (the affinity test); otherwise the tests are skipped with the
+ * reason.
+ *
+ * Every test uses the cgroup directory "numaplaced-test-<our pid>" (through
+ * np_backend_new_full()), never "numaplaced", so a daemon or another test
+ * binary on the same machine is not disturbed. The directory is removed at
+ * exit and on an assertion failure (best effort).
+ */
+#include <errno.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "np-backend.h"
+#include "np-state.h"
+
+static char *cg_name;
+static char *cleanup_dir;
+static GArray *helpers; /* pid_t of live helper processes */
+
+/* ---- helper process: main thread + 3 threads, thread 0 pinned to CPU 0 ---- */
+
+static gint helper_ready;
+
+static gpointer helper_thread(gpointer data) {
+        if (GPOINTER_TO_INT(data) == 0 && sysconf(_SC_NPROCESSORS_ONLN) > 1) {
+                cpu_set_t set;
+                CPU_ZERO(&set);
+                CPU_SET(0, &set);
+                (void)sched_setaffinity(0, sizeof(set), &set);
+        }
+        g_atomic_int_inc(&helper_ready);
+        for (;;)
+                pause();
+        return NULL;
+}
+
+static pid_t spawn_helper(void) {
+        int pfd[2];
+        char c;
+        pid_t pid;
+
+        g_assert_cmpint(pipe(pfd), ==, 0);
+        pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+                close(pfd[0]);
+                for (int i = 0; i < 3; i++)
+                        g_thread_unref(g_thread_new("helper", helper_thread, GINT_TO_POINTER(i)));
+                while (g_atomic_int_get(&helper_ready) < 3)
+                        g_usleep(1000);
+                if (write(pfd[1], "x", 1) != 1)
+                        _exit(1);
+                for (;;)
+                        pause();
+        }
+        close(pfd[1]);
+        g_assert_cmpint(read(pfd[0], &c, 1), ==, 1);
+        close(pfd[0]);
+        g_array_append_val(helpers, pid);
+        return pid;
+}
+
+static void kill_helper(pid_t pid) {
+        (void)kill(pid, SIGKILL);
+        (void)waitpid(pid, NULL, 0);
+        for (guint i = 0; i < helpers->len; i++)
+                if (g_array_index(helpers, pid_t, i) == pid) {
+                        g_array_remove_index(helpers, i);
+                        break;
+                }
+}
+
+/* ---- reading /proc ---- */
+
+static uint64_t starttime_of(pid_t pid) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
+        g_autofree char *buf = NULL;
+        g_auto(GStrv) f = NULL;
+
+        g_assert_true(g_file_get_contents(path, &buf, NULL, NULL));
+        f = g_strsplit(strrchr(buf, ')') + 2, " ", 0);
+        return g_ascii_strtoull(f[19], NULL, 10);
+}
+
+static GArray *tids_of(pid_t pid) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/task", (int)pid);
+        GArray *a = g_array_new(FALSE, FALSE, sizeof(pid_t));
+        g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
+        const char *name;
+
+        g_assert_nonnull(d);
+        while ((name = g_dir_read_name(d))) {
+                pid_t tid = atoi(name);
+                g_array_append_val(a, tid);
+        }
+        return a;
+}
+
+static char *status_field(pid_t pid, pid_t tid, const char *field) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/task/%d/status", (int)pid, (int)tid);
+        g_autofree char *buf = NULL;
+        g_auto(GStrv) lines = NULL;
+        size_t n = strlen(field);
+
+        if (!g_file_get_contents(path, &buf, NULL, NULL))
+                return NULL;
+        lines = g_strsplit(buf, "\n", 0);
+        for (char **l = lines; *l; l++)
+                if (strncmp(*l, field, n) == 0 && (*l)[n] == ':')
+                        return g_strstrip(g_strdup(*l + n + 1));
+        return NULL;
+}
+
+/* The v1 cpuset of one thread, from /proc/PID/task/TID/cgroup. */
+static char *cpuset_of(pid_t pid, pid_t tid) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/task/%d/cgroup", (int)pid, (int)tid);
+        g_autofree char *buf = NULL;
+        g_auto(GStrv) lines = NULL;
+
+        if (!g_file_get_contents(path, &buf, NULL, NULL))
+                return NULL;
+        lines = g_strsplit(buf, "\n", 0);
+        for (char **l = lines; *l; l++) {
+                char *c = strstr(*l, ":cpuset:");
+                if (c)
+                        return g_strdup(c + strlen(":cpuset:"));
+        }
+        return NULL;
+}
+
+/* tid -> value of some per-thread property, to compare before and after. */
+static GHashTable *snapshot(pid_t pid, bool cpusets) {
+        g_autoptr(GArray) tids = tids_of(pid);
+        GHashTable *h = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+
+        for (guint i = 0; i < tids->len; i++) {
+                pid_t tid = g_array_index(tids, pid_t, i);
+                g_hash_table_insert(h, GINT_TO_POINTER(tid),
+                                    cpusets ? cpuset_of(pid, tid) : status_field(pid, tid, "Cpus_allowed_list"));
+        }
+        return h;
+}
+
+static void assert_snapshot_equal(GHashTable *before, GHashTable *after) {
+        GHashTableIter it;
+        gpointer k, v;
+
+        g_assert_cmpuint(g_hash_table_size(before), ==, g_hash_table_size(after));
+        g_hash_table_iter_init(&it, before);
+        while (g_hash_table_iter_next(&it, &k, &v))
+                g_assert_cmpstr(g_hash_table_lookup(after, k), ==, v);
+}
+
+static bool dir_exists(const char *path) {
+        struct stat st;
+        return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* ---- fixtures ---- */
+
+typedef struct {
+        char *runtime_dir;
+        pid_t migrate_pid;
+        int migrate_calls;
+        char *cpus_at_migrate;
+        char *mems_at_migrate;
+        bool state_listed_at_migrate;
+        char *state_file;
+        bool kill_in_migrate;
+} Fixture;
+
+static void fixture_setup(Fixture *f, gconstpointer data) {
+        GError *e = NULL;
+
+        f->runtime_dir = g_dir_make_tmp("np-test-backend-XXXXXX", &e);
+        g_assert_no_error(e);
+        f->state_file = g_build_filename(f->runtime_dir, "state", NULL);
+}
+
+static void rm_rf(const char *dir) {
+        g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+        const char *name;
+
+        if (!d)
+                return;
+        while ((name = g_dir_read_name(d))) {
+                g_autofree char *p = g_build_filename(dir, name, NULL);
+                (void)g_unlink(p);
+        }
+        (void)g_rmdir(dir);
+}
+
+static void fixture_teardown(Fixture *f, gconstpointer data) {
+        while (helpers->len > 0)
+                kill_helper(g_array_index(helpers, pid_t, 0));
+        rm_rf(f->runtime_dir);
+        g_free(f->runtime_dir);
+        g_free(f->state_file);
+        g_free(f->cpus_at_migrate);
+        g_free(f->mems_at_migrate);
+}
+
+static int migrate_cb(pid_t pid, void *userdata) {
+        Fixture *f = userdata;
+        g_autoptr(NpState) s = NULL;
+
+        f->migrate_calls++;
+        f->migrate_pid = pid;
+        g_free(f->cpus_at_migrate);
+        g_free(f->mems_at_migrate);
+        f->cpus_at_migrate = status_field(pid, pid, "Cpus_allowed_list");
+        f->mems_at_migrate = status_field(pid, pid, "Mems_allowed_list");
+        f->state_listed_at_migrate = np_state_load(f->state_file, &s, NULL) == 0 && np_state_lookup(s, pid);
+        if (f->kill_in_migrate) {
+                kill_helper(pid);
+                return -ESRCH;
+        }
+        return 0;
+}
+
+/* A cpuset backend, or NULL after g_test_skip() with the reason. */
+static NpBackend *cpuset_backend_or_skip(Fixture *f) {
+        g_autoptr(GError) e = NULL;
+        NpBackend *b;
+
+        if (geteuid() != 0) {
+                g_test_skip("needs root to write cgroups");
+                return NULL;
+        }
+        b = np_backend_new_full(NP_BACKEND_CPUSET, f->runtime_dir, cg_name, &e);
+        if (!b) {
+                g_autofree char *msg = g_strdup_printf("no usable cpuset hierarchy: %s", e->message);
+                g_test_skip(msg);
+                return NULL;
+        }
+        {
+                g_autofree char *v1 = cpuset_of(getpid(), getpid());
+                if (v1)
+                        return b;
+        }
+        {
+                np_backend_free(b);
+                g_test_skip("the cpuset hierarchy is not a cgroup v1 cpuset mount (these tests read v1 paths)");
+                return NULL;
+        }
+        return b;
+}
+
+static NpMask *mask(const char *s) {
+        NpMask *m = NULL;
+        g_assert_cmpint(np_mask_parse(s, &m), ==, 0);
+        return m;
+}
+
+static void assert_all_threads(pid_t pid, const char *cgroup, const char *cpus, const char *mems) {
+        g_autoptr(GArray) tids = tids_of(pid);
+
+        g_assert_cmpuint(tids->len, >=, 4);
+        for (guint i = 0; i < tids->len; i++) {
+                pid_t tid = g_array_index(tids, pid_t, i);
+                g_autofree char *cg = cpuset_of(pid, tid);
+                g_autofree char *c = status_field(pid, tid, "Cpus_allowed_list");
+                g_autofree char *m = status_field(pid, tid, "Mems_allowed_list");
+
+                if (cgroup)
+                        g_assert_cmpstr(cg, ==, cgroup);
+                if (cpus)
+                        g_assert_cmpstr(c, ==, cpus);
+                if (mems)
+                        g_assert_cmpstr(m, ==, mems);
+        }
+}
+
+/* ---- tests ---- */
+
+static void test_cpuset_place_release(Fixture *f, gconstpointer data) {
+        g_autoptr(NpBackend) b = cpuset_backend_or_skip(f);
+        g_autoptr(NpMask) nodes = NULL, cpus = NULL;
+        g_autoptr(GHashTable) orig_cg = NULL, orig_aff = NULL, after_cg = NULL, after_aff = NULL;
+        g_autoptr(GError) e = NULL;
+        g_autoptr(NpState) s = NULL;
+        g_autofree char *cgroup = NULL, *child_dir = NULL;
+        NpStateProcess *rec;
+        pid_t pid;
+        int r;
+
+        if (!b)
+                return;
+        g_assert_cmpstr(np_backend_name(b), ==, "cpuset");
+        g_assert_cmpint(np_backend_kind(b), ==, NP_BACKEND_CPUSET);
+        pid = spawn_helper();
+        orig_cg = snapshot(pid, true);
+        orig_aff = snapshot(pid, false);
+        nodes = mask("0");
+        cpus = mask("0");
+
+        r = np_backend_place(b, pid, starttime_of(pid), nodes, cpus, migrate_cb, f, &e);
+        g_assert_no_error(e);
+        g_assert_cmpint(r, ==, 0);
+        g_assert_true(np_backend_holds(b, pid));
+
+        /* Every thread is in the daemon's cpuset, confined to CPU 0 / node 0. */
+        cgroup = g_strdup_printf("/%s/nodes-0", cg_name);
+        child_dir = g_build_filename(np_backend_cgroup_hierarchy(b), "nodes-0", NULL);
+        g_assert_true(dir_exists(child_dir));
+        assert_all_threads(pid, cgroup, "0", "0");
+
+        /* migrate was called once, after the confinement, with the record saved. */
+        g_assert_cmpint(f->migrate_calls, ==, 1);
+        g_assert_cmpint(f->migrate_pid, ==, pid);
+        g_assert_cmpstr(f->cpus_at_migrate, ==, "0");
+        g_assert_cmpstr(f->mems_at_migrate, ==, "0");
+        g_assert_true(f->state_listed_at_migrate);
+
+        /* The state file lists it with its identity and every thread. */
+        g_assert_cmpint(np_state_load(np_backend_state_file(b), &s, &e), ==, 0);
+        g_assert_no_error(e);
+        rec = np_state_lookup(s, pid);
+        g_assert_nonnull(rec);
+        g_assert_cmpuint(rec->starttime, ==, starttime_of(pid));
+        g_assert_cmpint(rec->backend, ==, NP_BACKEND_CPUSET);
+        g_assert_cmpstr(rec->cgroup, ==, cgroup);
+        g_assert_cmpstr(rec->orig_cgroup, ==, g_hash_table_lookup(orig_cg, GINT_TO_POINTER(pid)));
+        g_assert_cmpuint(rec->threads->len, ==, g_hash_table_size(orig_cg));
+        g_assert_true(np_mask_equal(rec->nodes, nodes));
+        g_assert_true(np_mask_equal(rec->cpus, cpus));
+        g_assert_nonnull(np_state_process_thread(rec, pid)->affinity);
+
+        /* Placing again on the same nodes keeps it there. */
+        r = np_backend_place(b, pid, starttime_of(pid), nodes, cpus, NULL, NULL, &e);
+        g_assert_no_error(e);
+        g_assert_cmpint(r, ==, 0);
+        assert_all_threads(pid, cgroup, "0", "0");
+
+        /* Release: every thread back in its cpuset with its affinity, the
+         * child cgroup gone, the record gone. */
+        g_assert_cmpint(np_backend_release(b, pid), ==, 0);
+        g_assert_false(np_backend_holds(b, pid));
+        g_assert_cmpint(np_backend_release(b, pid), ==, -ENOENT);
+        after_cg = snapshot(pid, true);
+        after_aff = snapshot(pid, false);
+        assert_snapshot_equal(orig_cg, after_cg);
+        assert_snapshot_equal(orig_aff, after_aff);
+        g_assert_false(dir_exists(child_dir));
+        g_assert_false(g_file_test(np_backend_state_file(b), G_FILE_TEST_EXISTS));
+
+        /* release_all removes the daemon's hierarchy. */
+        g_assert_true(dir_exists(np_backend_cgroup_hierarchy(b)));
+        g_assert_cmpint(np_backend_release_all(b), ==, 0);
+        g_assert_false(dir_exists(np_backend_cgroup_hierarchy(b)));
+}
+
+static void test_cpuset_release_all(Fixture *f, gconstpointer data) {
+        g_autoptr(NpBackend) b = cpuset_backend_or_skip(f);
+        g_autoptr(NpMask) nodes = NULL, cpus = NULL;
+        g_autoptr(GHashTable) orig1 = NULL, orig2 = NULL, after1 = NULL, after2 = NULL;
+        g_autoptr(GError) e = NULL;
+        pid_t p1, p2;
+
+        if (!b)
+                return;
+        p1 = spawn_helper();
+        p2 = spawn_helper();
+        orig1 = snapshot(p1, true);
+        orig2 = snapshot(p2, true);
+        nodes = mask("0");
+        cpus = mask("0");
+        g_assert_cmpint(np_backend_place(b, p1, starttime_of(p1), nodes, cpus, NULL, NULL, &e), ==, 0);
+        g_assert_cmpint(np_backend_place(b, p2, starttime_of(p2), nodes, cpus, NULL, NULL, &e), ==, 0);
+        g_assert_no_error(e);
+
+        g_assert_cmpint(np_backend_release_all(b), ==, 0);
+        g_assert_false(np_backend_holds(b, p1));
+        g_assert_false(np_backend_holds(b, p2));
+        after1 = snapshot(p1, true);
+        after2 = snapshot(p2, true);
+        assert_snapshot_equal(orig1, after1);
+        assert_snapshot_equal(orig2, after2);
+        g_assert_false(dir_exists(np_backend_cgroup_hierarchy(b)));
+        g_assert_false(g_file_test(np_backend_state_file(b), G_FILE_TEST_EXISTS));
+}
+
+static void test_cpuset_crash_recovery(Fixture *f, gconstpointer data) {
+        g_autoptr(NpBackend) b = cpuset_backend_or_skip(f);
+        g_autoptr(NpBackend) b2 = NULL;
+        g_autoptr(NpMask) nodes = NULL, cpus = NULL;
+        g_autoptr(GHashTable) orig_cg = NULL, orig_aff = NULL, after_cg = NULL, after_aff = NULL;
+        g_autoptr(GError) e = NULL;
+        g_autofree char *hierarchy = NULL, *cgroup = NULL;
+        pid_t pid, gone;
+        uint64_t gone_st;
+
+        if (!b)
+                return;
+        pid = spawn_helper();
+        gone = spawn_helper();
+        gone_st = starttime_of(gone);
+        orig_cg = snapshot(pid, true);
+        orig_aff = snapshot(pid, false);
+        nodes = mask("0");
+        cpus = mask("0");
+        g_assert_cmpint(np_backend_place(b, pid, starttime_of(pid), nodes, cpus, NULL, NULL, &e), ==, 0);
+        g_assert_cmpint(np_backend_place(b, gone, gone_st, nodes, cpus, NULL, NULL, &e), ==, 0);
+        g_assert_no_error(e);
+        hierarchy = g_strdup(np_backend_cgroup_hierarchy(b));
+        cgroup = g_strdup_printf("/%s/nodes-0", cg_name);
+
+        /* "Crash": the daemon goes away without releasing. One of its
+         * processes exits meanwhile. */
+        g_clear_pointer(&b, np_backend_free);
+        kill_helper(gone);
+        assert_all_threads(pid, cgroup, "0", "0");
+        g_assert_true(g_file_test(f->state_file, G_FILE_TEST_EXISTS));
+
+        /* The next start puts it back and removes everything it created. */
+        b2 = np_backend_new_full(NP_BACKEND_CPUSET, f->runtime_dir, cg_name, &e);
+        g_assert_no_error(e);
+        g_assert_nonnull(b2);
+        g_assert_false(np_backend_holds(b2, pid));
+        after_cg = snapshot(pid, true);
+        after_aff = snapshot(pid, false);
+        assert_snapshot_equal(orig_cg, after_cg);
+        assert_snapshot_equal(orig_aff, after_aff);
+        g_assert_false(dir_exists(hierarchy));
+        g_assert_false(g_file_test(f->state_file, G_FILE_TEST_EXISTS));
+}
+
+static void test_cpuset_stray_task(Fixture *f, gconstpointer data) {
+        g_autoptr(NpBackend) b = cpuset_backend_or_skip(f);
+        g_autoptr(NpMask) nodes = NULL, cpus = NULL;
+        g_autoptr(GError) e = NULL;
+        g_autofree char *tasks = NULL, *pid_s = NULL, *cg = NULL;
+        pid_t pid, stray;
+
+        if (!b)
+                return;
+        pid = spawn_helper();
+        stray = spawn_helper();
+        nodes = mask("0");
+        cpus = mask("0");
+        g_assert_cmpint(np_backend_place(b, pid, starttime_of(pid), nodes, cpus, NULL, NULL, &e), ==, 0);
+        g_assert_no_error(e);
+
+        /* Someone else puts a task into the daemon's cgroup. */
+        tasks = g_build_filename(np_backend_cgroup_hierarchy(b), "nodes-0", "cgroup.procs", NULL);
+        pid_s = g_strdup_printf("%d", (int)stray);
+        {
+                FILE *fp = fopen(tasks, "w");
+                g_assert_nonnull(fp);
+                g_assert_cmpint(fputs(pid_s, fp), >=, 0);
+                g_assert_cmpint(fclose(fp), ==, 0);
+        }
+        cg = cpuset_of(stray, stray);
+        g_assert_true(g_str_has_suffix(cg, "/nodes-0"));
+        g_clear_pointer(&cg, g_free);
+
+        /* release_all still removes everything; the stray goes to the parent. */
+        g_assert_cmpint(np_backend_release_all(b), ==, 0);
+        g_assert_false(dir_exists(np_backend_cgroup_hierarchy(b)));
+        cg = cpuset_of(stray, stray);
+        g_assert_cmpstr(cg, ==, "/");
+}
+
+static void test_cpuset_gone(Fixture *f, gconstpointer data) {
+        g_autoptr(NpBackend) b = cpuset_backend_or_skip(f);
+        g_autoptr(NpMask) nodes = NULL, cpus = NULL;
+        g_autofree char *child_dir = NULL;
+        uint64_t st;
+        pid_t pid;
+        int r;
+
+        if (!b)
+                return;
+        nodes = mask("0");
+        cpus = mask("0");
+        child_dir = g_build_filename(np_backend_cgroup_hierarchy(b), "nodes-0", NULL);
+
+        /* Exited and reaped before placement. */
+        pid = spawn_helper();
+        st = starttime_of(pid);
+        kill_helper(pid);
+        {
+                g_autoptr(GError) e = NULL;
+                r = np_backend_place(b, pid, st, nodes, cpus, migrate_cb, f, &e);
+                g_assert_cmpint(r, ==, -ESRCH);
+                g_assert_nonnull(e);
+        }
+        g_assert_false(np_backend_holds(b, pid));
+        g_assert_false(dir_exists(child_dir));
+
+        /* A zombie (exited, not reaped) is gone too. */
+        pid = spawn_helper();
+        st = starttime_of(pid);
+        (void)kill(pid, SIGKILL);
+        for (int i = 0; i < 1000; i++) {
+                g_autofree char *state = status_field(pid, pid, "State");
+                if (!state || state[0] == 'Z')
+                        break;
+                g_usleep(1000);
+        }
+        {
+                g_autoptr(GError) e = NULL;
+                r = np_backend_place(b, pid, st, nodes, cpus, migrate_cb, f, &e);
+                g_assert_cmpint(r, ==, -ESRCH);
+        }
+        kill_helper(pid);
+        g_assert_false(dir_exists(child_dir));
+
+        /* A reused pid (other starttime) is never touched. */
+        pid = spawn_helper();
+        {
+                g_autoptr(GError) e = NULL;
+                g_autofree char *cg = NULL;
+                r = np_backend_place(b, pid, starttime_of(pid) + 1, nodes, cpus, migrate_cb, f, &e);
+                g_assert_cmpint(r, ==, -ESRCH);
+                cg = cpuset_of(pid, pid);
+                g_assert_false(g_str_has_prefix(cg + 1, cg_name));
+        }
+
+        /* Exits in the middle of the placement (in the migrate callback). */
+        g_assert_cmpint(f->migrate_calls, ==, 0);
+        f->kill_in_migrate = true;
+        {
+                g_autoptr(GError) e = NULL;
+                r = np_backend_place(b, pid, starttime_of(pid), nodes, cpus, migrate_cb, f, &e);
+                g_assert_cmpint(r, ==, -ESRCH);
+        }
+        g_assert_cmpint(f->migrate_calls, ==, 1);
+        g_assert_false(np_backend_holds(b, pid));
+        g_assert_false(dir_exists(child_dir));
+        g_assert_false(g_file_test(f->state_file, G_FILE_TEST_EXISTS));
+        g_assert_cmpint(np_backend_release_all(b), ==, 0);
+        g_assert_false(dir_exists(np_backend_cgroup_hierarchy(b)));
+}
+
+static void test_cpuset_error(Fixture *f, gconstpointer data) {
+        g_autoptr(NpBackend) b = cpuset_backend_or_skip(f);
+        g_autoptr(NpMask) nodes = NULL, cpus = NULL;
+        g_autoptr(GError) e = NULL;
+        g_autoptr(GHashTable) orig = NULL, after = NULL;
+        g_autofree char *child_dir = NULL, *pid_s = NULL;
+        pid_t pid;
+        int r;
+
+        if (!b)
+                return;
+        pid = spawn_helper();
+        orig = snapshot(pid, true);
+        /* A node set the machine does not have: the kernel refuses the mems. */
+        nodes = mask("63");
+        cpus = mask("0");
+        r = np_backend_place(b, pid, starttime_of(pid), nodes, cpus, migrate_cb, f, &e);
+        g_assert_cmpint(r, <, 0);
+        g_assert_cmpint(r, !=, -ESRCH);
+        g_assert_nonnull(e);
+        pid_s = g_strdup_printf("pid %d", (int)pid);
+        g_assert_nonnull(strstr(e->message, pid_s));
+        g_assert_nonnull(strstr(e->message, "nodes 63"));
+        g_assert_cmpint(f->migrate_calls, ==, 0);
+        g_assert_false(np_backend_holds(b, pid));
+        after = snapshot(pid, true);
+        assert_snapshot_equal(orig, after);
+        child_dir = g_build_filename(np_backend_cgroup_hierarchy(b), "nodes-63", NULL);
+        g_assert_false(dir_exists(child_dir));
+        g_assert_false(g_file_test(f->state_file, G_FILE_TEST_EXISTS));
+
+        /* Empty masks are refused before anything happens. */
+        {
+                g_autoptr(GError) e2 = NULL;
+                g_autoptr(NpMask) empty = np_mask_new();
+                r = np_backend_place(b, pid, starttime_of(pid), empty, cpus, NULL, NULL, &e2);
+                g_assert_cmpint(r, ==, -EINVAL);
+                g_assert_nonnull(e2);
+        }
+        g_assert_cmpint(np_backend_release_all(b), ==, 0);
+}
+
+static void test_auto(Fixture *f, gconstpointer data) {
+        g_autoptr(NpBackend) b = NULL;
+        g_autoptr(GError) e = NULL;
+
+        if (geteuid() != 0) {
+                g_test_skip("needs root to probe the cpuset hierarchy");
+                return;
+        }
+        b = np_backend_new_full(NP_BACKEND_AUTO, f->runtime_dir, cg_name, &e);
+        g_assert_no_error(e);
+        g_assert_nonnull(b);
+        /* cpuset exactly when an explicit cpuset backend works here. */
+        {
+                g_autofree char *dir = g_build_filename(f->runtime_dir, "probe", NULL);
+                g_autoptr(NpBackend) c = np_backend_new_full(NP_BACKEND_CPUSET, dir, cg_name, NULL);
+                g_assert_cmpstr(np_backend_name(b), ==, c ? "cpuset" : "affinity");
+                rm_rf(dir);
+        }
+        g_assert_cmpint(np_backend_release_all(b), ==, 0);
+}
+
+static void test_affinity(Fixture *f, gconstpointer data) {
+        g_autoptr(NpBackend) b = NULL;
+        g_autoptr(NpMask) nodes = NULL, cpus = NULL;
+        g_autoptr(GHashTable) orig = NULL, after = NULL;
+        g_autoptr(GError) e = NULL;
+        g_autoptr(NpState) s = NULL;
+        g_autoptr(GArray) tids = NULL;
+        GHashTableIter it;
+        gpointer v;
+        bool distinct = false;
+        pid_t pid;
+
+        if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+                g_test_skip("needs two CPUs");
+                return;
+        }
+        b = np_backend_new_full(NP_BACKEND_AFFINITY, f->runtime_dir, cg_name, &e);
+        g_assert_no_error(e);
+        g_assert_cmpstr(np_backend_name(b), ==, "affinity");
+        g_assert_null(np_backend_cgroup_hierarchy(b));
+
+        pid = spawn_helper();
+        orig = snapshot(pid, false);
+        /* One thread has its own affinity (CPU 0), the others the default. */
+        g_hash_table_iter_init(&it, orig);
+        while (g_hash_table_iter_next(&it, NULL, &v))
+                distinct |= g_strcmp0(v, g_hash_table_lookup(orig, GINT_TO_POINTER(pid))) != 0;
+        g_assert_true(distinct);
+
+        nodes = mask("0");
+        cpus = mask("1");
+        g_assert_cmpint(np_backend_place(b, pid, starttime_of(pid), nodes, cpus, migrate_cb, f, &e), ==, 0);
+        g_assert_no_error(e);
+        g_assert_true(np_backend_holds(b, pid));
+        assert_all_threads(pid, NULL, "1", NULL);
+        g_assert_cmpint(f->migrate_calls, ==, 1);
+        g_assert_cmpstr(f->cpus_at_migrate, ==, "1");
+        g_assert_true(f->state_listed_at_migrate);
+
+        g_assert_cmpint(np_state_load(f->state_file, &s, &e), ==, 0);
+        g_assert_nonnull(np_state_lookup(s, pid));
+        g_assert_cmpint(np_state_lookup(s, pid)->backend, ==, NP_BACKEND_AFFINITY);
+        tids = tids_of(pid);
+        for (guint i = 0; i < tids->len; i++) {
+                pid_t tid = g_array_index(tids, pid_t, i);
+                NpStateThread *t = np_state_process_thread(np_state_lookup(s, pid), tid);
+                g_autofree char *want = NULL, *got = NULL;
+
+                g_assert_nonnull(t);
+                g_assert_nonnull(t->affinity);
+                got = np_mask_format(t->affinity);
+                want = g_strdup(g_hash_table_lookup(orig, GINT_TO_POINTER(tid)));
+                g_assert_cmpstr(got, ==, want);
+        }
+
+        /* Release restores each thread's own original affinity. */
+        g_assert_cmpint(np_backend_release(b, pid), ==, 0);
+        after = snapshot(pid, false);
+        assert_snapshot_equal(orig, after);
+        g_assert_false(g_file_test(f->state_file, G_FILE_TEST_EXISTS));
+}
+
+static void test_affinity_identity(Fixture *f, gconstpointer data) {
+        g_autoptr(NpBackend) b = NULL, b2 = NULL;
+        g_autoptr(NpMask) nodes = NULL, cpus = NULL;
+        g_autoptr(GHashTable) orig = NULL, after = NULL;
+        g_autoptr(GError) e = NULL;
+        g_autoptr(NpState) s = NULL;
+        pid_t pid;
+
+        if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+                g_test_skip("needs two CPUs");
+                return;
+        }
+        b = np_backend_new_full(NP_BACKEND_AFFINITY, f->runtime_dir, cg_name, &e);
+        g_assert_no_error(e);
+        pid = spawn_helper();
+        orig = snapshot(pid, false);
+        nodes = mask("0");
+        cpus = mask("1");
+        g_assert_cmpint(np_backend_place(b, pid, starttime_of(pid), nodes, cpus, NULL, NULL, &e), ==, 0);
+        g_clear_pointer(&b, np_backend_free);
+
+        /* The state file now claims another process had this pid: recovery
+         * must not touch the live one. */
+        g_assert_cmpint(np_state_load(f->state_file, &s, &e), ==, 0);
+        np_state_lookup(s, pid)->starttime += 1;
+        g_assert_cmpint(np_state_save(s, &e), ==, 0);
+        b2 = np_backend_new_full(NP_BACKEND_AFFINITY, f->runtime_dir, cg_name, &e);
+        g_assert_no_error(e);
+        assert_all_threads(pid, NULL, "1", NULL);
+        g_assert_false(g_file_test(f->state_file, G_FILE_TEST_EXISTS));
+
+        /* With the right identity, recovery restores it. */
+        g_clear_pointer(&b2, np_backend_free);
+        pid = spawn_helper();
+        orig = (g_hash_table_unref(orig), snapshot(pid, false));
+        b = np_backend_new_full(NP_BACKEND_AFFINITY, f->runtime_dir, cg_name, &e);
+        g_assert_cmpint(np_backend_place(b, pid, starttime_of(pid), nodes, cpus, NULL, NULL, &e), ==, 0);
+        g_assert_no_error(e);
+        assert_all_threads(pid, NULL, "1", NULL);
+        g_clear_pointer(&b, np_backend_free);
+        b2 = np_backend_new_full(NP_BACKEND_AFFINITY, f->runtime_dir, cg_name, &e);
+        g_assert_no_error(e);
+        after = snapshot(pid, false);
+        assert_snapshot_equal(orig, after);
+        g_assert_false(g_file_test(f->state_file, G_FILE_TEST_EXISTS));
+}
+
+static void test_state_roundtrip(Fixture *f, gconstpointer data) {
+        g_autoptr(NpState) s = np_state_new(f->state_file);
+        g_autoptr(NpState) t = NULL;
+        g_autoptr(NpMask) aff = mask("0-3,7");
+        g_autoptr(GError) e = NULL;
+        g_autoptr(GArray) pids = NULL;
+        g_autofree char *str = NULL;
+        NpStateProcess *p;
+
+        g_assert_cmpint(np_state_load(f->state_file, &t, &e), ==, -ENOENT);
+        g_assert_no_error(e);
+        /* Saving an empty state removes the file. */
+        g_assert_cmpint(np_state_save(s, &e), ==, 0);
+        g_assert_false(g_file_test(f->state_file, G_FILE_TEST_EXISTS));
+
+        np_state_set_hierarchy(s, "/sys/fs/cgroup/cpuset/numaplaced", "v1");
+        p = np_state_add(s, 42, 123456789012ULL, NP_BACKEND_CPUSET);
+        p->cgroup = g_strdup("/numaplaced/nodes-3-4");
+        p->orig_cgroup = g_strdup("/some group/with space");
+        p->orig_affinity = np_mask_copy(aff);
+        np_mask_set(p->nodes, 3);
+        np_mask_set(p->nodes, 4);
+        np_mask_set(p->cpus, 100);
+        np_state_process_add_thread(p, 42, "/", aff);
+        np_state_process_add_thread(p, 43, NULL, NULL);
+        g_assert_nonnull(np_state_process_add_thread(p, 42, "/other", NULL));
+        p = np_state_add(s, 7, 1, NP_BACKEND_AFFINITY);
+        np_mask_set(p->nodes, 0);
+        g_assert_cmpint(np_state_save(s, &e), ==, 0);
+        g_assert_no_error(e);
+
+        g_assert_cmpint(np_state_load(f->state_file, &t, &e), ==, 0);
+        g_assert_cmpstr(t->hierarchy, ==, "/sys/fs/cgroup/cpuset/numaplaced");
+        g_assert_cmpstr(t->cgroup_mode, ==, "v1");
+        pids = np_state_pids(t);
+        g_assert_cmpuint(pids->len, ==, 2);
+        g_assert_cmpint(g_array_index(pids, pid_t, 0), ==, 7);
+        p = np_state_lookup(t, 42);
+        g_assert_cmpuint(p->starttime, ==, 123456789012ULL);
+        g_assert_cmpint(p->backend, ==, NP_BACKEND_CPUSET);
+        g_assert_cmpstr(p->cgroup, ==, "/numaplaced/nodes-3-4");
+        g_assert_cmpstr(p->orig_cgroup, ==, "/some group/with space");
+        g_assert_true(np_mask_equal(p->orig_affinity, aff));
+        str = np_mask_format(p->nodes);
+        g_assert_cmpstr(str, ==, "3-4");
+        g_assert_true(np_mask_test(p->cpus, 100));
+        g_assert_cmpuint(p->threads->len, ==, 2);
+        g_assert_cmpstr(np_state_process_thread(p, 42)->cgroup, ==, "/");
+        g_assert_true(np_mask_equal(np_state_process_thread(p, 42)->affinity, aff));
+        g_assert_null(np_state_process_thread(p, 43)->cgroup);
+        g_assert_null(np_state_process_thread(p, 43)->affinity);
+        g_assert_cmpint(np_state_lookup(t, 7)->backend, ==, NP_BACKEND_AFFINITY);
+        g_assert_null(np_state_lookup(t, 7)->cgroup);
+
+        g_assert_true(np_state_remove(t, 42));
+        g_assert_false(np_state_remove(t, 42));
+        g_assert_cmpint(np_state_unlink(t), ==, 0);
+        g_assert_cmpint(np_state_unlink(t), ==, 0);
+
+        /* A corrupt file is an error, a malformed record is skipped. */
+        g_assert_true(g_file_set_contents(f->state_file, "[process 5]\nPid=5\nBackend=cpuset\n", -1, NULL));
+        g_clear_pointer(&t, np_state_free);
+        g_assert_cmpint(np_state_load(f->state_file, &t, &e), ==, 0);
+        g_assert_cmpuint(np_state_count(t), ==, 0);
+        g_assert_true(g_file_set_contents(f->state_file, "garbage\n", -1, NULL));
+        g_clear_pointer(&t, np_state_free);
+        g_assert_cmpint(np_state_load(f->state_file, &t, &e), <, 0);
+        g_assert_nonnull(e);
+}
+
+/* ---- cleanup, also when an assertion aborts ---- */
+
+static void cleanup_cgroups(void) {
+        NpBackend *b;
+
+        while (helpers && helpers->len > 0)
+                kill_helper(g_array_index(helpers, pid_t, 0));
+        if (geteuid() != 0 || !cleanup_dir)
+                return;
+        /* Creating a backend removes leftovers of this name. */
+        b = np_backend_new_full(NP_BACKEND_CPUSET, cleanup_dir, cg_name, NULL);
+        if (b) {
+                (void)np_backend_release_all(b);
+                np_backend_free(b);
+        }
+        rm_rf(cleanup_dir);
+}
+
+static void on_abort(int sig) {
+        signal(SIGABRT, SIG_DFL);
+        cleanup_cgroups();
+        raise(sig);
+}
+
+int main(int argc, char **argv) {
+        int r;
+
+        g_test_init(&argc, &argv, NULL);
+        cg_name = g_strdup_printf("numaplaced-test-%d", (int)getpid());
+        cleanup_dir = g_dir_make_tmp("np-test-backend-cleanup-XXXXXX", NULL);
+        helpers = g_array_new(FALSE, FALSE, sizeof(pid_t));
+        signal(SIGABRT, on_abort);
+
+#define ADD(path, fn) g_test_add(path, Fixture, NULL, fixture_setup, fn, fixture_teardown)
+        ADD("/backend/state/roundtrip", test_state_roundtrip);
+        ADD("/backend/cpuset/place-release", test_cpuset_place_release);
+        ADD("/backend/cpuset/release-all", test_cpuset_release_all);
+        ADD("/backend/cpuset/crash-recovery", test_cpuset_crash_recovery);
+        ADD("/backend/cpuset/stray-task", test_cpuset_stray_task);
+        ADD("/backend/cpuset/gone", test_cpuset_gone);
+        ADD("/backend/cpuset/error", test_cpuset_error);
+        ADD("/backend/auto", test_auto);
+        ADD("/backend/affinity/place-release", test_affinity);
+        ADD("/backend/affinity/identity", test_affinity_identity);
+#undef ADD
+
+        r = g_test_run();
+        cleanup_cgroups();
+        return r;
+}
