@@ -1,0 +1,84 @@
+/* The human-readable state: Dump() on the bus and --once on the command line. */
+#include <inttypes.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "np-build-config.h"
+#include "np-manager.h"
+#include "np-sysroot.h"
+
+static char *mib(uint64_t bytes) {
+        return g_strdup_printf("%.1f", (double) bytes / (1024.0 * 1024.0));
+}
+
+static gint cmp_proc(gconstpointer a, gconstpointer b) {
+        const NpProcess *x = *(NpProcess *const *) a, *y = *(NpProcess *const *) b;
+        return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+char *np_manager_dump(NpManager *m) {
+        GString *s = g_string_new(NULL);
+        const NpConfig *c = m->config;
+        guint64 nb = 0;
+        (void) np_read_u64("/proc/sys/kernel/numa_balancing", &nb);
+
+        g_string_append_printf(s, "numaplaced %s\n", NP_VERSION);
+        g_string_append_printf(s, "Mode: %s  Backend: %s  Paused: %s\n", np_mode_to_string(c->mode), m->backend_name,
+                               m->paused ? "yes" : "no");
+        g_string_append_printf(s, "Scans: %" PRIu64 "  Interval: %.1f s  Last scan took: %" PRIu64 " us\n", m->scans,
+                               (double) m->scan_interval_usec / 1e6, m->last_scan_duration_usec);
+        g_string_append_printf(s, "Kernel NUMA balancing: %" G_GUINT64_FORMAT "\n", nb);
+        g_autofree char *files = c->files && c->files[0] ? g_strjoinv(", ", c->files) : g_strdup("(defaults)");
+        g_string_append_printf(s, "Configuration: %s\n", files);
+        if (m->config_error && *m->config_error)
+                g_string_append_printf(s, "Configuration error (previous one in force): %s\n", m->config_error);
+        g_string_append_printf(s, "Migrated: %" PRIu64 " bytes in %" PRIu64 " calls, %" PRIu64 " pages failed\n",
+                               m->migrated_bytes, m->migration_calls, m->migration_failed_pages);
+
+        g_string_append(s, "\nNodes:\n");
+        g_string_append(s, "  NODE  CPUS            MEM_TOTAL_MIB  MEM_FREE_MIB  CPU_BUSY/CAPACITY  DISTANCES\n");
+        for (guint i = 0; i < m->topology->nodes->len; i++) {
+                NpNode *n = m->topology->nodes->pdata[i];
+                const NpNodeSample *ns = np_manager_node_sample(m, n->id);
+                g_autofree char *cpus = np_mask_format(n->cpus);
+                g_autofree char *tot = mib(n->mem_total_bytes);
+                g_autofree char *fr = mib(ns ? ns->mem_free_bytes : 0);
+                GString *d = g_string_new(NULL);
+                for (guint k = 0; k < n->distances->len; k++)
+                        g_string_append_printf(d, "%s%u", k ? " " : "", g_array_index(n->distances, NpDistance, k).distance);
+                g_autofree char *busy = g_strdup_printf("%.2f/%.0f", ns ? ns->cpu_busy : 0.0,
+                                                        ns ? ns->cpu_capacity : (double) np_mask_weight(n->cpus));
+                g_string_append_printf(s, "  %-4u  %-14s  %13s  %12s  %17s  %s\n", n->id, *cpus ? cpus : "-", tot, fr,
+                                       busy, d->str);
+                g_string_free(d, TRUE);
+        }
+
+        g_autoptr(GPtrArray) procs = g_ptr_array_new();
+        GHashTableIter it;
+        gpointer v;
+        g_hash_table_iter_init(&it, m->processes);
+        while (g_hash_table_iter_next(&it, NULL, &v))
+                if (((NpProcess *) v)->significant)
+                        g_ptr_array_add(procs, v);
+        g_ptr_array_sort(procs, cmp_proc);
+
+        g_string_append_printf(s, "\nSignificant processes: %u\n", procs->len);
+        if (procs->len)
+                g_string_append(s, "  PID      COMM             CPU    RSS_MIB  LOCALITY  STATE     TARGET  MIB_PER_NODE\n");
+        for (guint i = 0; i < procs->len; i++) {
+                NpProcess *p = procs->pdata[i];
+                g_autofree char *rss = mib(p->rss_bytes);
+                g_autofree char *target = p->target ? np_mask_format(p->target) : g_strdup("-");
+                GString *per = g_string_new(NULL);
+                for (guint k = 0; p->maps.per_node && k < p->maps.per_node->len; k++) {
+                        NpNodeBytes *nbp = &g_array_index(p->maps.per_node, NpNodeBytes, k);
+                        g_autofree char *x = mib(nbp->bytes);
+                        g_string_append_printf(per, "%sN%u=%s", k ? " " : "", nbp->node, x);
+                }
+                g_string_append_printf(s, "  %-7d  %-15s  %5.2f  %7s  %7.1f%%  %-8s  %-6s  %s\n", p->pid, p->comm,
+                                       p->cpu_usage, rss, p->locality * 100.0, np_proc_state_to_string(p->state),
+                                       target, per->str);
+                g_string_free(per, TRUE);
+        }
+        return g_string_free(s, FALSE);
+}

@@ -1,0 +1,44 @@
+#!/bin/bash
+# Install everything the tests need, build (gcc and clang, warnings are
+# errors), and run every suite: unit, integration (real dbus-daemon, busctl,
+# cgroups) and vm (real multi-node kernels under QEMU). Run as root.
+# Usage: ./run-tests.sh [--no-vm] [extra meson test arguments]
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if [ "$(id -u)" != 0 ]; then
+        echo "run-tests.sh: run as root (apt-get, cgroups, setpriv)" >&2
+        exit 1
+fi
+vm=yes
+if [ "${1:-}" = "--no-vm" ]; then vm=no; shift; fi
+
+start=$(date +%s)
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends \
+        meson ninja-build pkg-config gcc clang libc6-dev \
+        libnuma-dev libcgroup-dev libsystemd-dev libglib2.0-dev \
+        dbus-daemon systemd util-linux python3 mandoc groff-base \
+        numactl numad qemu-system-x86 busybox-static
+
+# gcc: the build that is tested
+[ -f build-ci/build.ninja ] || meson setup build-ci --werror -Dvm_tests=true
+meson compile -C build-ci
+# clang: must build warning-free too
+[ -f build-ci-clang/build.ninja ] || CC=clang meson setup build-ci-clang --werror -Dvm_tests=false
+meson compile -C build-ci-clang
+
+suites=(--suite unit --suite integration)
+[ "$vm" = yes ] && suites+=(--suite vm)
+rc=0
+meson test -C build-ci --print-errorlogs --num-processes 1 "${suites[@]}" "$@" || rc=$?
+
+# an unexpected skip is a failure: every test here can run on this machine
+if grep -qE '^ok .*# SKIP|^[0-9]+/[0-9]+ .* SKIP ' build-ci/meson-logs/testlog.txt; then
+        echo "run-tests.sh: some tests were skipped (see build-ci/meson-logs/testlog.txt):" >&2
+        grep -E '^ok .*# SKIP|^[0-9]+/[0-9]+ .* SKIP ' build-ci/meson-logs/testlog.txt >&2 || true
+        rc=1
+fi
+echo "run-tests.sh: total wall time $(( $(date +%s) - start )) s"
+exit $rc
