@@ -10,14 +10,14 @@
 static char *root_prefix;
 
 void np_sysroot_set(const char *root) {
-        g_clear_pointer(&root_prefix, g_free);
-        if (!root || !*root || g_str_equal(root, "/"))
-                return;
-        root_prefix = g_strdup(root);
-        /* strip trailing slashes so "/x/" + "/proc" stays tidy */
-        size_t n = strlen(root_prefix);
-        while (n > 1 && root_prefix[n - 1] == '/')
-                root_prefix[--n] = '\0';
+        /* strip trailing slashes so "/x/" + "/proc" stays tidy; "//" is "/" */
+        size_t n = root ? strlen(root) : 0;
+        while (n > 0 && root[n - 1] == '/')
+                n--;
+        /* copy before freeing: root may be np_sysroot_get()'s own string */
+        char *p = n ? g_strndup(root, n) : NULL;
+        g_free(root_prefix);
+        root_prefix = p;
 }
 
 const char *np_sysroot_get(void) {
@@ -92,9 +92,13 @@ int np_read_u64(const char *path, guint64 *out) {
         if (r < 0)
                 return r;
         char *end;
+        const char *s = g_strstrip(buf);
+        /* strtoull() would silently wrap "-1" to 2^64-1 */
+        if (!g_ascii_isdigit(*s))
+                return -EINVAL;
         errno = 0;
-        unsigned long long v = strtoull(g_strstrip(buf), &end, 10);
-        if (errno || *end || end == buf)
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || *end)
                 return -EINVAL;
         *out = v;
         return 0;

@@ -1,0 +1,143 @@
+/* Unit tests for np-nodemask: parse/format round trips, set algebra, ids
+ * above 64, bad input. */
+#include <errno.h>
+#include <glib.h>
+
+#include "np-nodemask.h"
+
+static void assert_roundtrip(const char *in, const char *expect) {
+        g_autoptr(NpMask) m = NULL;
+        g_assert_cmpint(np_mask_parse(in, &m), ==, 0);
+        g_autofree char *s = np_mask_format(m);
+        g_assert_cmpstr(s, ==, expect);
+        /* formatting is canonical: parsing it again gives the same mask */
+        g_autoptr(NpMask) m2 = NULL;
+        g_assert_cmpint(np_mask_parse(s, &m2), ==, 0);
+        g_assert_true(np_mask_equal(m, m2));
+}
+
+static void test_roundtrip(void) {
+        assert_roundtrip("0-3,7", "0-3,7");
+        assert_roundtrip("0-3,7\n", "0-3,7");
+        assert_roundtrip("", "");
+        assert_roundtrip("\n", "");
+        assert_roundtrip("5", "5");
+        assert_roundtrip("0,1,2,3", "0-3");
+        assert_roundtrip("3,1,2", "1-3");
+        assert_roundtrip("0-3,2-5", "0-5");
+        assert_roundtrip(" 0 - 3 , 7 ", "0-3,7");
+        assert_roundtrip("0,2,5,9", "0,2,5,9");
+        assert_roundtrip("0,2,5,9,70", "0,2,5,9,70");
+        assert_roundtrip("63-64", "63-64");
+        assert_roundtrip("60-130", "60-130");
+        assert_roundtrip("1023", "1023");
+        assert_roundtrip("0-1,4-5,1000-1001", "0-1,4-5,1000-1001");
+}
+
+static void assert_bad(const char *in, int err) {
+        NpMask *sentinel = (NpMask *) 0x1;
+        NpMask *m = sentinel;
+        g_assert_cmpint(np_mask_parse(in, &m), ==, err);
+        g_assert_true(m == sentinel); /* untouched on error */
+}
+
+static void test_bad_input(void) {
+        assert_bad("3-1", -EINVAL);
+        assert_bad("a", -EINVAL);
+        assert_bad("1,,2", -EINVAL);
+        assert_bad("1-", -EINVAL);
+        assert_bad(",", -EINVAL);
+        assert_bad("1,", -EINVAL);
+        assert_bad(",1", -EINVAL);
+        assert_bad("-1", -EINVAL);
+        assert_bad("1-2-3", -EINVAL);
+        assert_bad("1 2", -EINVAL);
+        assert_bad("0x3", -EINVAL);
+        assert_bad("+1", -EINVAL);
+        assert_bad("1;2", -EINVAL);
+        assert_bad("99999999999999999999999", -ERANGE);
+        assert_bad("1048577", -ERANGE);
+        g_assert_cmpint(np_mask_parse(NULL, &(NpMask *){ NULL }), ==, -EINVAL);
+}
+
+static void test_ops(void) {
+        g_autoptr(NpMask) a = NULL, b = NULL;
+        g_assert_cmpint(np_mask_parse("0-3,70", &a), ==, 0);
+        g_assert_cmpint(np_mask_parse("2-5", &b), ==, 0);
+
+        g_assert_cmpuint(np_mask_weight(a), ==, 5);
+        g_assert_true(np_mask_test(a, 70));
+        g_assert_false(np_mask_test(a, 69));
+        g_assert_false(np_mask_test(a, 100000));
+        g_assert_cmpint(np_mask_first(a), ==, 0);
+        g_assert_cmpint(np_mask_last(a), ==, 70);
+        g_assert_cmpint(np_mask_next(a, 3), ==, 70);
+        g_assert_cmpint(np_mask_next(a, 70), ==, -1);
+        g_assert_cmpint(np_mask_nth(a, 4), ==, 70);
+        g_assert_cmpint(np_mask_nth(a, 5), ==, -1);
+        g_assert_cmpint(np_mask_ord(a, 70), ==, 4);
+        g_assert_cmpint(np_mask_ord(a, 5), ==, -1);
+        g_assert_true(np_mask_intersects(a, b));
+
+        g_autoptr(NpMask) u = np_mask_copy(a);
+        np_mask_or(u, b);
+        g_autofree char *su = np_mask_format(u);
+        g_assert_cmpstr(su, ==, "0-5,70");
+
+        g_autoptr(NpMask) i = np_mask_copy(a);
+        np_mask_and(i, b);
+        g_autofree char *si = np_mask_format(i);
+        g_assert_cmpstr(si, ==, "2-3");
+
+        g_autoptr(NpMask) d = np_mask_copy(a);
+        np_mask_andnot(d, b);
+        g_autofree char *sd = np_mask_format(d);
+        g_assert_cmpstr(sd, ==, "0-1,70");
+
+        g_assert_true(np_mask_subset(i, a));
+        g_assert_false(np_mask_subset(a, b));
+
+        /* equality ignores the allocated size */
+        g_autoptr(NpMask) big = np_mask_new();
+        np_mask_set(big, 200);
+        np_mask_clear(big, 200);
+        g_autoptr(NpMask) empty = np_mask_new();
+        g_assert_true(np_mask_equal(big, empty));
+        g_assert_true(np_mask_empty(big));
+        g_assert_cmpint(np_mask_first(big), ==, -1);
+        g_assert_cmpint(np_mask_last(empty), ==, -1);
+        g_autofree char *se = np_mask_format(empty);
+        g_assert_cmpstr(se, ==, "");
+
+        np_mask_assign(big, b);
+        g_assert_true(np_mask_equal(big, b));
+
+        unsigned ids[] = { 9, 0, 5, 2, 70 };
+        g_autoptr(NpMask) f = np_mask_from_array(ids, G_N_ELEMENTS(ids));
+        g_autofree char *sf = np_mask_format(f);
+        g_assert_cmpstr(sf, ==, "0,2,5,9,70");
+
+        unsigned long nbits = 0;
+        g_autofree unsigned long *v = np_mask_to_ulongs(f, 8, &nbits);
+        g_assert_cmpuint(nbits % (sizeof(unsigned long) * 8), ==, 0);
+        g_assert_cmpuint(nbits, >=, 71);
+        g_assert_cmpuint(v[0] & 0xffff, ==, (1u << 0) | (1u << 2) | (1u << 5) | (1u << 9));
+        g_assert_true((v[70 / (sizeof(unsigned long) * 8)] >> (70 % (sizeof(unsigned long) * 8))) & 1);
+
+        g_autoptr(GArray) arr = np_mask_to_u32_array(f);
+        g_assert_cmpuint(arr->len, ==, 5);
+        g_assert_cmpuint(g_array_index(arr, guint32, 4), ==, 70);
+
+        unsigned long nb0 = 0;
+        g_autofree unsigned long *v0 = np_mask_to_ulongs(empty, 0, &nb0);
+        g_assert_cmpuint(nb0, ==, sizeof(unsigned long) * 8);
+        g_assert_cmpuint(v0[0], ==, 0);
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/nodemask/roundtrip", test_roundtrip);
+        g_test_add_func("/nodemask/bad-input", test_bad_input);
+        g_test_add_func("/nodemask/ops", test_ops);
+        return g_test_run();
+}

@@ -1,0 +1,128 @@
+/* Unit tests for np-sysroot: root prefix handling and the file readers. */
+#include <errno.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include "np-sysroot.h"
+
+static const char *fixtures(void) {
+        const char *f = g_getenv("NP_FIXTURES");
+        g_assert_nonnull(f);
+        return f;
+}
+
+static void test_prefix(void) {
+        np_sysroot_set(NULL);
+        g_assert_true(np_sysroot_is_real());
+        g_assert_cmpstr(np_sysroot_get(), ==, "");
+        g_autofree char *p0 = np_path("/proc/%d/stat", 42);
+        g_assert_cmpstr(p0, ==, "/proc/42/stat");
+
+        np_sysroot_set("/");
+        g_assert_true(np_sysroot_is_real());
+        np_sysroot_set("");
+        g_assert_true(np_sysroot_is_real());
+        np_sysroot_set("//");
+        g_assert_true(np_sysroot_is_real());
+        g_assert_cmpstr(np_sysroot_get(), ==, "");
+
+        np_sysroot_set("/tmp/root/");
+        g_assert_false(np_sysroot_is_real());
+        g_assert_cmpstr(np_sysroot_get(), ==, "/tmp/root");
+        g_autofree char *p1 = np_path("/sys/devices/system/node/node%u/meminfo", 70u);
+        g_assert_cmpstr(p1, ==, "/tmp/root/sys/devices/system/node/node70/meminfo");
+
+        np_sysroot_set("rel//");
+        g_assert_cmpstr(np_sysroot_get(), ==, "rel");
+        np_sysroot_set(NULL);
+        g_assert_true(np_sysroot_is_real());
+}
+
+static void test_read(void) {
+        g_autofree char *root = g_build_filename(fixtures(), "4node", NULL);
+        np_sysroot_set(root);
+
+        g_autofree char *buf = NULL;
+        size_t len = 0;
+        g_assert_cmpint(np_read_file("/sys/devices/system/node/online", &buf, &len), ==, 0);
+        g_assert_cmpstr(buf, ==, "0-3\n");
+        g_assert_cmpuint(len, ==, 4);
+
+        g_autofree char *buf2 = NULL;
+        g_assert_cmpint(np_read_filef(&buf2, NULL, "/sys/devices/system/node/node%d/distance", 2), ==, 0);
+        g_assert_cmpstr(buf2, ==, "30 30 10 20\n");
+
+        /* a file larger than the initial 4 KiB buffer is read whole */
+        g_autofree char *big = NULL;
+        size_t biglen = 0;
+        g_assert_cmpint(np_read_file("/proc/4242/status", &big, &biglen), ==, 0);
+        g_assert_cmpuint(strlen(big), ==, biglen);
+        g_assert_true(g_str_has_suffix(big, "nonvoluntary_ctxt_switches:\t42\n"));
+
+        char *none = NULL;
+        g_assert_cmpint(np_read_file("/proc/99999/stat", &none, NULL), ==, -ENOENT);
+        g_assert_null(none);
+
+        guint64 v = 0;
+        g_assert_cmpint(np_read_u64("/proc/sys/kernel/numa_balancing", &v), ==, 0);
+        g_assert_cmpuint(v, ==, 1);
+        g_assert_cmpint(np_read_u64("/sys/devices/system/node/online", &v), ==, -EINVAL);
+        g_assert_cmpint(np_read_u64("/nonexistent", &v), ==, -ENOENT);
+
+        np_sysroot_set(NULL);
+}
+
+static void test_read_large_and_empty(void) {
+        g_autofree char *dir = g_dir_make_tmp("np-sysroot-XXXXXX", NULL);
+        g_assert_nonnull(dir);
+        g_autofree char *procdir = g_build_filename(dir, "proc", NULL);
+        g_assert_cmpint(g_mkdir(procdir, 0755), ==, 0);
+
+        GString *s = g_string_new(NULL);
+        for (int i = 0; i < 5000; i++)
+                g_string_append_printf(s, "line %d\n", i);
+        g_autofree char *f = g_build_filename(procdir, "big", NULL);
+        g_assert_true(g_file_set_contents(f, s->str, (gssize) s->len, NULL));
+        g_autofree char *e = g_build_filename(procdir, "empty", NULL);
+        g_assert_true(g_file_set_contents(e, "", 0, NULL));
+        g_autofree char *n = g_build_filename(procdir, "num", NULL);
+        g_assert_true(g_file_set_contents(n, "  18446744073709551615 \n", -1, NULL));
+        g_autofree char *neg = g_build_filename(procdir, "neg", NULL);
+        g_assert_true(g_file_set_contents(neg, "-1\n", -1, NULL));
+
+        np_sysroot_set(dir);
+        g_autofree char *buf = NULL;
+        size_t len = 0;
+        g_assert_cmpint(np_read_file("/proc/big", &buf, &len), ==, 0);
+        g_assert_cmpuint(len, ==, s->len);
+        g_assert_cmpstr(buf, ==, s->str);
+
+        g_autofree char *ebuf = NULL;
+        g_assert_cmpint(np_read_file("/proc/empty", &ebuf, &len), ==, 0);
+        g_assert_cmpuint(len, ==, 0);
+        g_assert_cmpstr(ebuf, ==, "");
+
+        guint64 v = 0;
+        g_assert_cmpint(np_read_u64("/proc/num", &v), ==, 0);
+        g_assert_cmpuint(v, ==, G_MAXUINT64);
+        g_assert_cmpint(np_read_u64("/proc/empty", &v), ==, -EINVAL);
+        g_assert_cmpint(np_read_u64("/proc/neg", &v), ==, -EINVAL);
+        np_sysroot_set(NULL);
+
+        g_unlink(f);
+        g_unlink(e);
+        g_unlink(n);
+        g_unlink(neg);
+        g_rmdir(procdir);
+        g_rmdir(dir);
+        g_string_free(s, TRUE);
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/sysroot/prefix", test_prefix);
+        g_test_add_func("/sysroot/read", test_read);
+        g_test_add_func("/sysroot/read-large-and-empty", test_read_large_and_empty);
+        return g_test_run();
+}
