@@ -77,6 +77,8 @@ class Bus:
             self.proc.wait(5)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait()
+        self.proc.stderr.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def busctl(self, *args, user=None, check=True, timeout=60):
@@ -176,11 +178,11 @@ class Notify:
 class Daemon:
     """The real numaplaced on a private bus."""
 
-    def __init__(self, bus, config_text=None, root=None, args=(), wait=True, config_file=None):
+    def __init__(self, bus, config_text=None, root=None, args=(), wait=True, config_file=None, runtime=None):
         self.bus = bus
         self.dir = tempfile.mkdtemp(prefix="np-daemon-")
-        self.runtime = os.path.join(self.dir, "run")
-        os.mkdir(self.runtime)
+        self.runtime = runtime or os.path.join(self.dir, "run")
+        os.makedirs(self.runtime, exist_ok=True)
         self.config = config_file or os.path.join(self.dir, "numaplaced.conf")
         if config_text is not None:
             with open(self.config, "w") as f:
@@ -194,7 +196,8 @@ class Daemon:
         if root:
             cmd += ["--root", root]
         cmd += list(args)
-        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=open(self.log, "w"))
+        self.log_file = open(self.log, "w")
+        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=self.log_file)
         if wait and not self.notify.wait_for("READY=1"):
             self.stop()
             raise AssertionError("numaplaced did not become ready:\n" + self.stderr())
@@ -215,6 +218,7 @@ class Daemon:
                 self.proc.kill()
                 self.proc.wait()
         self.notify.close()
+        self.log_file.close()
         return self.proc.returncode
 
     def cleanup(self):
