@@ -44,6 +44,7 @@ struct opts {
 	double duration;        /* seconds, <= 0: forever */
 	const char *ready_file;
 	bool report;
+	bool no_thp;
 };
 
 static struct chunk *chunks;
@@ -73,6 +74,8 @@ static void usage(FILE *f)
 		"  --sleep                 workers sleep (default)\n"
 		"  --duration SECONDS      exit after SECONDS (default: run until SIGTERM)\n"
 		"  --ready-file PATH       write PATH (atomically) once memory is touched\n"
+		"  --no-thp                no transparent huge pages (MADV_NOHUGEPAGE), so\n"
+		"                          interleaving is exact page by page\n"
 		"  --report                print per-node page counts after touching;\n"
 		"                          SIGUSR1 prints them again at any time\n"
 		"  -h, --help              show this help\n"
@@ -247,7 +250,7 @@ int main(int argc, char **argv)
 	enum {
 		OPT_MB = 256, OPT_INTERLEAVE, OPT_BIND, OPT_PREFERRED, OPT_PER_NODE,
 		OPT_MB_PER_NODE, OPT_THREADS, OPT_THREAD_NODES, OPT_SWEEP, OPT_SLEEP,
-		OPT_DURATION, OPT_READY_FILE, OPT_REPORT,
+		OPT_DURATION, OPT_READY_FILE, OPT_REPORT, OPT_NO_THP,
 	};
 	static const struct option longopts[] = {
 		{ "mb", required_argument, NULL, OPT_MB },
@@ -263,6 +266,7 @@ int main(int argc, char **argv)
 		{ "duration", required_argument, NULL, OPT_DURATION },
 		{ "ready-file", required_argument, NULL, OPT_READY_FILE },
 		{ "report", no_argument, NULL, OPT_REPORT },
+		{ "no-thp", no_argument, NULL, OPT_NO_THP },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -311,6 +315,7 @@ int main(int argc, char **argv)
 		}
 		case OPT_READY_FILE: o.ready_file = optarg; break;
 		case OPT_REPORT: o.report = true; break;
+		case OPT_NO_THP: o.no_thp = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -364,8 +369,11 @@ int main(int argc, char **argv)
 		else if (o.policy == POL_PREFERRED)
 			bind_chunk(&chunks[0], MPOL_PREFERRED, o.nodes);
 	}
-	for (size_t i = 0; i < n_chunks; i++)
+	for (size_t i = 0; i < n_chunks; i++) {
+		if (o.no_thp && madvise(chunks[i].addr, chunks[i].len, MADV_NOHUGEPAGE) != 0)
+			die_errno("madvise(MADV_NOHUGEPAGE)");
 		touch(&chunks[i]);
+	}
 
 	size_t total_mb = 0;
 	for (size_t i = 0; i < n_chunks; i++)

@@ -44,9 +44,12 @@ np_node_kb() {
 	END { print s + 0 }' "/proc/$1/numa_maps"
 }
 
-# np_numa_kb PID: "0=kB 1=kB ..." for every online node.
+# np_numa_kb PID [REGEX]: "0=kB 1=kB ..." for every online node, summed
+# over the mappings in /proc/PID/numa_maps (only lines matching the awk
+# REGEX if given, e.g. 'interleave:' or 'bind:2' for np-workload's memory).
 np_numa_kb() {
-	awk -v nodes="$(np_nodes | tr '\n' ' ')" '
+	awk -v nodes="$(np_nodes | tr '\n' ' ')" -v re="${2:-.}" '
+	$0 !~ re { next }
 	{ ps = 4
 	  for (i = 2; i <= NF; i++) if ($i ~ /^kernelpagesize_kB=/) { split($i, a, "="); ps = a[2] }
 	  for (i = 2; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split(substr($i, 2), a, "="); s[a[1]] += a[2] * ps } }
@@ -91,7 +94,8 @@ np_check() {
 }
 
 # np_start_workload READYFILE ARGS...: start np-workload in the background
-# with --ready-file, wait (60 s) until its memory is touched; prints its pid.
+# with --ready-file, wait (60 s) until its memory is touched; prints its pid
+# (use as pid=$(np_start_workload ...); its output is in READYFILE.out).
 np_start_workload() {
 	_rf=$1
 	shift
@@ -99,8 +103,8 @@ np_start_workload() {
 	np-workload --ready-file "$_rf" "$@" > "$_rf.out" 2>&1 &
 	_wpid=$!
 	if ! np_wait_file "$_rf" 60; then
-		np_log "np-workload $* did not get ready:"
-		cat "$_rf.out"
+		np_log "np-workload $* did not get ready:" >&2
+		cat "$_rf.out" >&2
 		return 1
 	fi
 	echo "$_wpid"
