@@ -38,8 +38,20 @@ int np_affinity_place(NpBackend *b, NpStateProcess *p, NpMigrateFn migrate, void
                         return -ESRCH;
                 for (guint i = 0; i < tids->len; i++) {
                         pid_t tid = g_array_index(tids, pid_t, i);
-                        if (!g_hash_table_contains(moved, GINT_TO_POINTER(tid)))
-                                g_array_append_val(todo, tid);
+                        g_autoptr(NpMask) cur = NULL;
+
+                        if (g_hash_table_contains(moved, GINT_TO_POINTER(tid)))
+                                continue;
+                        /* After the first pass, a new thread that already has
+                         * the target affinity inherited it from a moved
+                         * thread: nothing to do, its original is the
+                         * leader's. So a process that keeps creating threads
+                         * settles. */
+                        if (pass > 0 && (np_thread_get_affinity(tid, &cur) < 0 || np_mask_equal(cur, p->cpus))) {
+                                g_hash_table_add(moved, GINT_TO_POINTER(tid));
+                                continue;
+                        }
+                        g_array_append_val(todo, tid);
                 }
                 if (todo->len == 0) {
                         stable = true;

@@ -468,8 +468,19 @@ static int v1_place(NpBackend *b, NpStateProcess *p, NpMigrateFn migrate, void *
                         return -ESRCH;
                 for (guint i = 0; i < tids->len; i++) {
                         pid_t tid = g_array_index(tids, pid_t, i);
-                        if (!g_hash_table_contains(moved, GINT_TO_POINTER(tid)))
-                                g_array_append_val(todo, tid);
+                        g_autofree char *cur = NULL;
+
+                        if (g_hash_table_contains(moved, GINT_TO_POINTER(tid)))
+                                continue;
+                        /* After the first pass, a new thread already in the
+                         * target was born there (a moved thread created it):
+                         * nothing to do, and its originals are the leader's.
+                         * So a process that keeps creating threads settles. */
+                        if (pass > 0 && (np_cpuset_current(b, tid, &cur) < 0 || g_strcmp0(cur, p->cgroup) == 0)) {
+                                g_hash_table_add(moved, GINT_TO_POINTER(tid));
+                                continue;
+                        }
+                        g_array_append_val(todo, tid);
                 }
                 if (todo->len == 0) {
                         stable = true;
@@ -587,6 +598,8 @@ int np_cpuset_restore(NpBackend *b, const NpStateProcess *p) {
                 return 0; /* gone: nothing to put back */
 
         if (b->mode == NP_CGROUP_V2) {
+                g_autofree char *staging = g_strdup_printf("/%s/staging-%d", b->cgroup_name, (int)p->pid);
+
                 g_autofree char *pid_s = g_strdup_printf("%d", (int)p->pid);
                 g_autofree char *dir = abs_path(b, orig_proc);
                 g_autofree char *path = g_build_filename(dir, "cgroup.procs", NULL);
@@ -601,6 +614,8 @@ int np_cpuset_restore(NpBackend *b, const NpStateProcess *p) {
                         if (r == 0)
                                 ret = 0;
                 }
+                /* A placement that failed half-way leaves it (now empty). */
+                (void)np_cpuset_remove_if_empty(b, staging);
         } else {
                 for (guint i = 0; i < tids->len; i++) {
                         pid_t tid = g_array_index(tids, pid_t, i);

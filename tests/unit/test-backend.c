@@ -32,6 +32,11 @@ static GArray *helpers; /* pid_t of live helper processes */
 /* ---- helper process: main thread + 3 threads, thread 0 pinned to CPU 0 ---- */
 
 static gint helper_ready;
+static bool helper_churn; /* thread 2 keeps creating short-lived threads */
+
+static gpointer short_thread(gpointer data) {
+        return NULL;
+}
 
 static gpointer helper_thread(gpointer data) {
         if (GPOINTER_TO_INT(data) == 0 && sysconf(_SC_NPROCESSORS_ONLN) > 1) {
@@ -41,6 +46,9 @@ static gpointer helper_thread(gpointer data) {
                 (void)sched_setaffinity(0, sizeof(set), &set);
         }
         g_atomic_int_inc(&helper_ready);
+        if (helper_churn && GPOINTER_TO_INT(data) == 2)
+                for (;;)
+                        g_thread_join(g_thread_new("short", short_thread, NULL));
         for (;;)
                 pause();
         return NULL;
@@ -474,6 +482,43 @@ static void test_cpuset_stray_task(Fixture *f, gconstpointer data) {
         g_assert_cmpstr(cg, ==, "/");
 }
 
+/* Threads appear during the move: it still settles and every thread ends
+ * up in the cpuset. */
+static void test_cpuset_thread_churn(Fixture *f, gconstpointer data) {
+        g_autoptr(NpBackend) b = cpuset_backend_or_skip(f);
+        g_autoptr(NpMask) nodes = NULL, cpus = NULL;
+        g_autoptr(GError) e = NULL;
+        g_autofree char *cgroup = NULL;
+        pid_t pid;
+
+        if (!b)
+                return;
+        helper_churn = true;
+        pid = spawn_helper();
+        helper_churn = false;
+        nodes = mask("0");
+        cpus = mask("0");
+        g_assert_cmpint(np_backend_place(b, pid, starttime_of(pid), nodes, cpus, NULL, NULL, &e), ==, 0);
+        g_assert_no_error(e);
+        cgroup = g_strdup_printf("/%s/nodes-0", cg_name);
+        for (int i = 0; i < 3; i++) {
+                g_autoptr(GArray) tids = tids_of(pid);
+                for (guint j = 0; j < tids->len; j++) {
+                        g_autofree char *cg = cpuset_of(pid, g_array_index(tids, pid_t, j));
+                        if (cg) /* NULL: that thread ended meanwhile */
+                                g_assert_cmpstr(cg, ==, cgroup);
+                }
+        }
+        g_assert_cmpint(np_backend_release(b, pid), ==, 0);
+        {
+                g_autofree char *cg = cpuset_of(pid, pid);
+                g_assert_cmpstr(cg, ==, "/");
+        }
+        kill_helper(pid);
+        g_assert_cmpint(np_backend_release_all(b), ==, 0);
+        g_assert_false(dir_exists(np_backend_cgroup_hierarchy(b)));
+}
+
 static void test_cpuset_gone(Fixture *f, gconstpointer data) {
         g_autoptr(NpBackend) b = cpuset_backend_or_skip(f);
         g_autoptr(NpMask) nodes = NULL, cpus = NULL;
@@ -827,6 +872,7 @@ int main(int argc, char **argv) {
         ADD("/backend/cpuset/release-all", test_cpuset_release_all);
         ADD("/backend/cpuset/crash-recovery", test_cpuset_crash_recovery);
         ADD("/backend/cpuset/stray-task", test_cpuset_stray_task);
+        ADD("/backend/cpuset/thread-churn", test_cpuset_thread_churn);
         ADD("/backend/cpuset/gone", test_cpuset_gone);
         ADD("/backend/cpuset/error", test_cpuset_error);
         ADD("/backend/auto", test_auto);
