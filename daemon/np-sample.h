@@ -18,8 +18,10 @@ typedef struct {
         uint64_t total; /* busy + idle + iowait */
 } NpCpuTicks;
 
-/* Parse /proc/stat: fills `per_cpu` (GArray of NpCpuTicks indexed by CPU id,
- * grown as needed, CPUs absent from the file left zero). 0 or -EINVAL. */
+/* Parse /proc/stat: replaces the contents of `per_cpu` (GArray of NpCpuTicks
+ * indexed by CPU id, sized to the highest "cpuN" line + 1, CPUs absent from
+ * the file left zero). 0, or -EINVAL (per_cpu emptied) when there is no cpuN
+ * line, a cpuN line has fewer than 4 numbers or anything not a number. */
 int np_parse_proc_stat(const char *buf, GArray *per_cpu);
 
 /* ---- per node --------------------------------------------------------- */
@@ -36,8 +38,12 @@ typedef struct {
 /*
  * Read every node's meminfo and /proc/stat. `prev_ticks` (may be NULL on the
  * first scan) is the previous per-CPU tick array; `ticks_out` receives this
- * scan's (the caller keeps it for next time). `out` is filled with one
- * NpNodeSample per topology node in order. 0 or negative errno.
+ * scan's (the caller keeps it for next time; may be NULL). The contents of
+ * `out` are replaced by one NpNodeSample per topology node in order.
+ * cpu_busy is the sum over the node's CPUs of busy delta / total delta, each
+ * clamped to 0..1 (0 for a CPU absent from prev_ticks or whose counters did
+ * not advance). A synthetic topology reads /proc/meminfo instead of nodeN's.
+ * 0, a negative errno from reading, or -EINVAL for malformed contents.
  */
 int np_sample_nodes(const NpTopology *t, bool inactive_file_is_free, const GArray *prev_ticks,
                     GArray *ticks_out, GArray *out);
@@ -61,7 +67,11 @@ typedef struct {
 
 #define NP_PF_KTHREAD 0x00200000UL
 
-/* Parse /proc/<pid>/stat. Survives any comm, e.g. "a) (b c". 0 or -EINVAL. */
+/* Parse /proc/<pid>/stat (a NUL-terminated buffer; no allocation). Survives
+ * any comm, e.g. "a) (b c" or "" (a longer comm is truncated to
+ * NP_COMM_MAX - 1 bytes). Every field up to processor (39) must be present
+ * and numeric. 0, or -EINVAL (out untouched) for a truncated or malformed
+ * buffer. */
 int np_parse_pid_stat(const char *buf, NpPidStat *out);
 
 typedef struct {
@@ -72,7 +82,10 @@ typedef struct {
         NpMask *mems_allowed;     /* Mems_allowed_list; owned, may be NULL if absent */
 } NpPidStatus;
 
-/* Parse /proc/<pid>/status. 0 or -EINVAL. Free the masks with np_pid_status_clear(). */
+/* Parse /proc/<pid>/status into *out (overwritten; VmRSS absent, as for
+ * kernel threads, gives 0). 0, or -EINVAL (nothing allocated) when Uid or
+ * Threads is missing or a known key's value is malformed. Free the masks
+ * with np_pid_status_clear(). */
 int np_parse_pid_status(const char *buf, NpPidStatus *out);
 void np_pid_status_clear(NpPidStatus *s);
 
@@ -89,7 +102,12 @@ typedef struct {
 } NpNumaMaps;
 
 /* Parse /proc/<pid>/numa_maps: N<node>=<pages> counts times kernelpagesize_kB
- * (huge pages counted at their size). 0 or -EINVAL. Free with np_numa_maps_clear(). */
+ * (4 when absent; huge pages counted at their size). huge_bytes counts lines
+ * marked "huge" (hugetlbfs); interleaved_bytes lines whose policy starts with
+ * "interleave" or "weighted interleave". Lines without pages are fine, an
+ * empty buffer gives an empty result. 0 and *out overwritten, or -EINVAL
+ * (out untouched) for a malformed line. Free with np_numa_maps_clear()
+ * (idempotent). */
 int np_parse_numa_maps(const char *buf, NpNumaMaps *out);
 void np_numa_maps_clear(NpNumaMaps *m);
 /* Bytes on one node (0 when absent). */
@@ -99,14 +117,18 @@ NpMask *np_numa_maps_nodes(const NpNumaMaps *m);
 
 /*
  * Readers. Each returns 0, or -ESRCH when the process is gone (any ENOENT or
- * ESRCH while reading), or another negative errno. A vanished process is an
- * ordinary outcome that callers skip silently.
+ * ESRCH while reading, or an empty stat/status), -EINVAL for pid <= 0 or
+ * malformed contents, or another negative errno (e.g. -EACCES for another
+ * user's numa_maps). A vanished process is an ordinary outcome that callers
+ * skip silently. np_read_pid_stat() reads into a stack buffer and does not
+ * allocate: it is the per-process, per-scan hot path.
  */
 int np_read_pid_stat(int pid, NpPidStat *out);
 int np_read_pid_status(int pid, NpPidStatus *out);
 int np_read_numa_maps(int pid, NpNumaMaps *out);
 
-/* List the numeric entries of <root>/proc. Returns a GArray of int. */
+/* List the numeric entries of <root>/proc, sorted. Returns a new GArray of
+ * int (empty when <root>/proc cannot be read). */
 GArray *np_list_pids(void);
 
 /* Clock ticks per second (sysconf(_SC_CLK_TCK)). */
