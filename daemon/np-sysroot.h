@@ -27,5 +27,6 @@ char *np_path(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
 int np_read_file(const char *path, char **contents, size_t *len);
 int np_read_filef(char **contents, size_t *len, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
 
-/* Read a file that holds a single unsigned or signed integer. 0 or -errno. */
+/* Read a file that holds a single unsigned decimal integer. 0 or -errno
+ * (-EINVAL for anything else, including a sign). */
 int np_read_u64(const char *path, guint64 *out);

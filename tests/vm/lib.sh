@@ -127,3 +127,36 @@ np_start_dbus() {
 np_wait_bus_name() {
 	np_wait_for "$2" sh -c "busctl --system status '$1' >/dev/null 2>&1"
 }
+
+# np_start_numaplaced CONFIG [ARGS...]: start the daemon (VM.add_daemon())
+# in the foreground mode, in the background of this script, on the system
+# bus (np_start_dbus first); waits (60 s) until it owns org.numaplaced1.
+# Its output goes to /tmp/numaplaced.log (printed if it does not come up).
+np_start_numaplaced() {
+	_conf=$1
+	shift
+	numaplaced --config "$_conf" "$@" > /tmp/numaplaced.log 2>&1 &
+	NP_DAEMON_PID=$!
+	if ! np_wait_bus_name org.numaplaced1 60; then
+		np_log "numaplaced did not take org.numaplaced1 within 60 s; its output:"
+		cat /tmp/numaplaced.log
+		return 1
+	fi
+}
+
+# np_stop_numaplaced: SIGTERM the daemon, wait (30 s), result
+# `numaplaced.stop exited|killed`; its log lines become `numaplaced.log`.
+np_stop_numaplaced() {
+	[ -n "$NP_DAEMON_PID" ] || return 0
+	kill "$NP_DAEMON_PID" 2>/dev/null
+	if np_wait_for 30 sh -c "! kill -0 $NP_DAEMON_PID 2>/dev/null"; then
+		np_result numaplaced.stop exited
+	else
+		kill -9 "$NP_DAEMON_PID"
+		np_result numaplaced.stop killed
+	fi
+	while IFS= read -r _l; do
+		echo "NPVM-R numaplaced.log $_l"
+	done < /tmp/numaplaced.log
+	NP_DAEMON_PID=
+}
