@@ -137,8 +137,9 @@ int main(int argc, char *argv[]) {
                 return run_once(m);
         }
 
-        if (config->mode == NP_MODE_ENFORCE)
-                np_manager_setup_backend(m);
+        /* In both modes: the backend also recovers what a crashed instance
+         * left (its state file). Advise mode only never places on its own. */
+        np_manager_setup_backend(m);
         int r = np_manager_run(m);
         if (r < 0) {
                 log_error("Exiting: %s", g_strerror(-r));

@@ -555,8 +555,9 @@ void np_bus_scan_done(NpManager *m, GPtrArray *added, GPtrArray *removed) {
                         sd_bus_emit_interfaces_removed(m->bus, path, NP_BUS_PROCESS_IFACE, NULL);
                         p->published = false;
                 } else if (p->significant) {
-                        sd_bus_emit_properties_changed(m->bus, path, NP_BUS_PROCESS_IFACE, "CPUUsage", "MemoryBytes",
-                                                       "MemoryPerNode", "Locality", "State", "TargetNodes", NULL);
+                        sd_bus_emit_properties_changed(m->bus, path, NP_BUS_PROCESS_IFACE, "Comm", "CPUUsage",
+                                                       "MemoryBytes", "MemoryPerNode", "Locality", "State",
+                                                       "TargetNodes", "LastPlacedTimestamp", "Cgroup", "Unit", NULL);
                 }
         }
         NP_MASK_FOREACH(id, m->topology->online) {

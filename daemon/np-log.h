@@ -14,8 +14,9 @@ const char *np_log_level_to_string(int level);
 
 void np_log_set_level(int level);
 int np_log_get_level(void);
-/* Force the target: 1 journal, 0 stderr, -1 auto (journal if $JOURNAL_STREAM
- * matches stderr or $INVOCATION_ID is set). */
+/* Force the target: 1 journal, 0 stderr, -1 auto (journal when
+ * $JOURNAL_STREAM names the device and inode of our stderr, i.e. systemd
+ * connected stderr to the journal). */
 void np_log_set_journal(int mode);
 
 void np_log_full(int level, const char *file, int line, const char *func,

@@ -382,8 +382,14 @@ int np_manager_scan(NpManager *m) {
         g_autoptr(GPtrArray) removed = g_ptr_array_new_with_free_func((GDestroyNotify) process_free);
         scan_processes(m, added, removed);
 
+        bool candidates_changed = added->len > 0;
         for (guint i = 0; i < removed->len; i++) {
                 NpProcess *p = removed->pdata[i];
+                candidates_changed |= p->significant;
+                if (pid_in(m->included, p))
+                        g_hash_table_remove(m->included, GINT_TO_POINTER(p->pid));
+                if (pid_in(m->excluded, p))
+                        g_hash_table_remove(m->excluded, GINT_TO_POINTER(p->pid));
                 if (m->backend && np_backend_holds(m->backend, p->pid)) {
                         /* it exited while held: drop the record and any empty cpuset */
                         np_backend_release(m->backend, p->pid);
@@ -408,7 +414,7 @@ int np_manager_scan(NpManager *m) {
         while (g_hash_table_iter_next(&it, NULL, &v))
                 sig += ((NpProcess *) v)->significant;
         uint64_t old_interval = m->scan_interval_usec;
-        if (added->len || removed->len || sig != m->significant_count_last)
+        if (candidates_changed || sig != m->significant_count_last)
                 m->scan_interval_usec = m->config->scan_interval_usec;
         else
                 m->scan_interval_usec = MIN(m->scan_interval_usec + m->config->scan_interval_usec,
@@ -449,7 +455,8 @@ int np_manager_reload(NpManager *m, GError **error) {
                 m->config_error = g_strdup(e->message);
                 np_bus_manager_changed(m, "ConfigError", NULL);
                 sd_notify(false, "READY=1\nSTATUS=Configuration rejected, previous one in force");
-                g_propagate_error(error, g_steal_pointer(&e));
+                g_set_error(error, NP_ERROR, NP_ERROR_CONFIG_INVALID,
+                            "Configuration rejected, the previous one stays in force: %s", e->message);
                 return r;
         }
         g_autoptr(NpConfig) old = m->config;

@@ -4,6 +4,8 @@
  * accounting from numa_maps, optional pacing to [Migration] MaxRate=.
  */
 #include <errno.h>
+#include <signal.h>
+#include <systemd/sd-daemon.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -187,6 +189,30 @@ static void log_pair_failure(pid_t pid, const NpMovePair *p, long err) {
                       (int) pid, p->src, p->dst, g_strerror((int) -err));
 }
 
+/* A stop was asked for: SIGTERM or SIGINT is pending. The daemon blocks them
+ * and takes them from a signalfd, so they wait here until the loop runs. */
+static bool stop_pending(void) {
+        sigset_t set;
+        if (sigpending(&set) < 0)
+                return false;
+        return sigismember(&set, SIGTERM) == 1 || sigismember(&set, SIGINT) == 1;
+}
+
+/* Sleep for MaxRate in slices, keeping the watchdog fed and giving up when a
+ * stop is pending. Returns false when the plan should end now. */
+static bool pace_sleep(uint64_t usec) {
+        const uint64_t slice = 100 * 1000;
+        while (usec > 0) {
+                if (stop_pending())
+                        return false;
+                uint64_t d = MIN(usec, slice);
+                g_usleep((gulong) d);
+                usec -= d;
+                sd_notify(false, "WATCHDOG=1");
+        }
+        return !stop_pending();
+}
+
 int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, NpMigrateResult *r) {
         g_return_val_if_fail(r, -EINVAL);
 
@@ -222,6 +248,12 @@ int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, NpMigra
         for (guint i = 0; i < plan->len; i++) {
                 const NpMovePair *p = &g_array_index(plan, NpMovePair, i);
 
+                if (stop_pending()) {
+                        log_info("Stop requested: migration of pid %d ends after %u of %u pairs", (int) pid, i,
+                                 plan->len);
+                        r->error = -ECANCELED;
+                        break;
+                }
                 long ret = np_migrate_pair(pid, p->src, p->dst);
                 r->calls++;
 
@@ -250,8 +282,14 @@ int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, NpMigra
                         int64_t now = g_get_monotonic_time();
                         uint64_t wait = np_migrate_pace_usec(paced_bytes, max_rate, (uint64_t) (now - t0));
                         if (wait > 0) {
-                                g_usleep((gulong) MIN(wait, (uint64_t) G_MAXULONG));
+                                bool go_on = pace_sleep(wait);
                                 r->paced_usec += (uint64_t) (g_get_monotonic_time() - now);
+                                if (!go_on && i + 1 < plan->len) {
+                                        log_info("Stop requested: migration of pid %d ends after %u of %u pairs",
+                                                 (int) pid, i + 1, plan->len);
+                                        r->error = -ECANCELED;
+                                        break;
+                                }
                         }
                 }
         }

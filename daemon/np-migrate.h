@@ -40,8 +40,12 @@ void np_migrate_result_clear(NpMigrateResult *r);
  * and the sleep that follows brings the average back to max_rate. A
  * one-pair plan is paced only by the sleep after it (which delays the return
  * and so the daemon's next move). When numa_maps could not be read before,
- * the estimate is 0 and nothing is paced. The sleep is not interruptible:
- * a tiny max_rate with a large process blocks the caller for long.
+ * the estimate is 0 and nothing is paced. The sleep is taken in slices of
+ * 100 ms; between slices the systemd watchdog is fed (sd_notify WATCHDOG=1)
+ * and a pending SIGTERM or SIGINT (the daemon blocks both and reads them from
+ * a signalfd) ends the plan: the rest of it is skipped and -ECANCELED is
+ * returned. The same check runs before every call, so a stop waits for at
+ * most one migrate_pages() call.
  *
  * Returns 0 when the plan ran to the end (pages that could not be moved are
  * counted in failed_pages, not an error); -ESRCH when the process exited
@@ -51,7 +55,8 @@ void np_migrate_result_clear(NpMigrateResult *r);
  * np_migrate_moved_bytes()); another negative errno (-EPERM, -EINVAL, ...)
  * for a hard failure: logged as a warning with NP_MESSAGE_MIGRATION_FAILED,
  * naming the pid, the pair and the error; the rest of the plan is skipped.
- * -EINVAL without a call when pid <= 0 or plan is NULL.
+ * -ECANCELED when a stop was pending (see pacing). -EINVAL without a call
+ * when pid <= 0 or plan is NULL.
  *
  * `r` is always filled; it is overwritten, not freed first: release it with
  * np_migrate_result_clear() before reusing it. before/after are then valid
