@@ -5,6 +5,8 @@
 # panics, panic=-1 reboots and QEMU (-no-reboot) exits: the host never hangs.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root
+# no pagers, colours or terminal queries from systemd tools (busctl)
+export SYSTEMD_PAGER=cat PAGER=cat SYSTEMD_COLORS=0 TERM=dumb
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null || mount -t tmpfs -o mode=0755 tmpfs /dev

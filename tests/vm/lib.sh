@@ -64,16 +64,15 @@ np_vmstat() {
 }
 
 # np_wait_for SECONDS CMD...: poll CMD every 0.1 s until it succeeds;
-# returns 1 after SECONDS.
+# returns 1 once SECONDS (wall clock) have passed.
 np_wait_for() {
-	_n=$(($1 * 10))
+	_end=$(($(date +%s) + $1))
 	shift
-	while [ "$_n" -gt 0 ]; do
+	while :; do
 		"$@" && return 0
+		[ "$(date +%s)" -lt "$_end" ] || return 1
 		sleep 0.1
-		_n=$((_n - 1))
 	done
-	return 1
 }
 
 # np_wait_file FILE SECONDS
@@ -123,9 +122,14 @@ np_start_dbus() {
 	fi
 }
 
+# np_bus_has_owner NAME: NAME is owned on the system bus.
 # np_wait_bus_name NAME SECONDS: wait until NAME is owned on the system bus.
+np_bus_has_owner() {
+	busctl --system call org.freedesktop.DBus /org/freedesktop/DBus \
+		org.freedesktop.DBus NameHasOwner s "$1" 2>/dev/null | grep -q true
+}
 np_wait_bus_name() {
-	np_wait_for "$2" sh -c "busctl --system status '$1' >/dev/null 2>&1"
+	np_wait_for "$2" np_bus_has_owner "$1"
 }
 
 # np_start_numaplaced CONFIG [ARGS...]: start the daemon (VM.add_daemon())

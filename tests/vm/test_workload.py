@@ -36,15 +36,16 @@ before=$(np_vmstat pgmigrate_success)
 np_capture migratepages migratepages $pid 2 3
 after=$(np_vmstat pgmigrate_success)
 np_result moved.kb $(np_numa_kb $pid)
+np_result moved.only $(np_numa_kb $pid bind:)
 np_result pgmigrate_success.delta $((after - before))
 kill -USR1 $pid
 np_wait_for 10 sh -c "[ \$(grep -c '^PAGES' /tmp/bind.out) -ge 2 ]"
 np_result moved.self $(sed -n 's/^PAGES //p' /tmp/bind.out | tail -n 1)
 kill $pid
 
-# --- one 32 MB chunk per node, two threads per node sweeping
+# --- one 32 MB chunk per node, one sweeping thread per node
 pid=$(np_start_workload /tmp/pn --per-node 0-3 --mb-per-node 32 --threads 4 --sweep) || exit 1
-np_result pn.kb $(np_numa_kb $pid)
+np_result pn.kb $(np_numa_kb $pid bind:)
 np_result pn.threads $(ls /proc/$pid/task | wc -l)
 kill $pid
 """
@@ -73,14 +74,17 @@ def main():
         # bind to node 2
         b = res.node_kb("bind.kb")
         t.near(b.get(2), MB * mb, 2 * mb, "bind 2: kB on node 2")
-        t.check(b.get(3, 0) < mb, f"bind 2: nothing on node 3 ({b.get(3)} kB)")
+        # the shared libraries' page cache (~2 MB) lies wherever it was read
+        t.check(sum(v for k, v in b.items() if k != 2) < 3 * mb,
+                f"bind 2: under 3 MB of the process outside node 2 ({b})")
         t.eq(res.node_kb("bind.only"), {0: 0, 1: 0, 2: MB * mb, 3: 0}, "bind 2: the bound mapping")
         t.eq(res.kv("bind.self").get("2"), MB * pages_per_mb, "bind 2: np-workload's own count, node 2")
         # migratepages 2 -> 3
         t.eq(res.get("migratepages.rc"), "0", "migratepages exit status")
         m = res.node_kb("moved.kb")
         t.check(m.get(2, 0) < mb, f"after migratepages: node 2 empty ({m.get(2)} kB)")
-        t.near(m.get(3), MB * mb, 2 * mb, "after migratepages: kB on node 3")
+        t.near(m.get(3), MB * mb + b.get(3, 0), 1024, "after migratepages: kB on node 3")
+        t.eq(res.node_kb("moved.only"), {0: 0, 1: 0, 2: 0, 3: MB * mb}, "after migratepages: the bound mapping")
         t.eq(res.kv("moved.self").get("3"), MB * pages_per_mb, "after migratepages: np-workload's own count, node 3")
         moved_pages = (b.get(2, 0) - m.get(2, 0)) // 4
         delta = res.int("pgmigrate_success.delta")
@@ -88,7 +92,7 @@ def main():
         # per-node chunks
         pn = res.node_kb("pn.kb")
         for n in range(4):
-            t.near(pn.get(n), 32 * mb, 2 * mb, f"per-node 32 MB: kB on node {n}")
+            t.eq(pn.get(n), 32 * mb, f"per-node 32 MB: kB on node {n} (bound chunks)")
         t.eq(res.int("pn.threads"), 5, "per-node: main thread + 4 workers")
     return t.finish()
 
