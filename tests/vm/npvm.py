@@ -880,6 +880,8 @@ def main(argv=None):
     ap.add_argument("--daemon", action="store_true", help="include numaplaced, dbus-daemon, busctl")
     ap.add_argument("--commands", default="numactl,migratepages",
                     help="host commands to include (comma list)")
+    ap.add_argument("--file", action="append", default=[], metavar="DEST=HOSTPATH",
+                    help="copy a host file into the VM (repeatable)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--append", default="", help="extra kernel command line")
     a = ap.parse_args(argv)
@@ -893,6 +895,11 @@ def main(argv=None):
     if a.daemon:
         vm.add_dbus()
         vm.add_daemon()
+    for spec in a.file:
+        dest, sep, src = spec.partition("=")
+        if not sep:
+            ap.error("--file takes DEST=HOSTPATH")
+        vm.initramfs.add_host_file(src, dest)
     script = open(a.script).read() if a.script else ""
     if a.mode == "shell":
         return vm.shell(script)
