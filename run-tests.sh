@@ -40,5 +40,13 @@ if grep -qE '^ok .*# SKIP|^[0-9]+/[0-9]+ .* SKIP ' build-ci/meson-logs/testlog.t
         grep -E '^ok .*# SKIP|^[0-9]+/[0-9]+ .* SKIP ' build-ci/meson-logs/testlog.txt >&2 || true
         rc=1
 fi
+# the plain closing line: N passed, N failed (, N skipped)
+python3 - build-ci/meson-logs/testlog.json <<'PY' || true
+import json, sys
+res = [json.loads(l)["result"] for l in open(sys.argv[1]) if l.strip()]
+ok = sum(r in ("OK", "EXPECTEDFAIL") for r in res)
+skip = sum(r == "SKIP" for r in res)
+print("%d passed, %d failed, %d skipped" % (ok, len(res) - ok - skip, skip))
+PY
 echo "run-tests.sh: total wall time $(( $(date +%s) - start )) s"
 exit $rc
