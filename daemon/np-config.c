@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "np-config-private.h"
 #include "np-log.h"
 
 /* The longest comm the kernel keeps (TASK_COMM_LEN - 1). */
@@ -25,7 +26,6 @@
 /* PID_MAX_LIMIT on 64-bit kernels. */
 #define NP_PID_MAX 4194304u
 
-#define USEC_PER_SEC UINT64_C(1000000)
 
 typedef enum {
         NP_KEY_ENUM,       /* int-sized enum, one of `choices` */
@@ -81,193 +81,6 @@ static const NpConfigKey config_keys[] = {
 static const char *const config_groups[] = { "Daemon", "Placement", "Migration" };
 
 #define FIELD(c, k, type) ((type *) (void *) ((char *) (c) + (k)->offset))
-
-/* ---- scalar parsers ---------------------------------------------------- */
-
-static uint64_t pow10_u64(unsigned n) {
-        uint64_t r = 1;
-        while (n--)
-                r *= 10;
-        return r;
-}
-
-/*
- * Parse an unsigned decimal ("12", "1.5", ".5", "3.") at *p and return
- * floor(value * mult). At most 9 fraction digits count, further ones are
- * accepted and ignored. *p is advanced past the number. 0, -EINVAL when there
- * is no number, -ERANGE on overflow. *had_fraction tells whether a '.' with
- * a non-zero fraction was seen.
- */
-static int parse_decimal(const char **p, uint64_t mult, uint64_t *out, bool *had_fraction) {
-        const char *s = *p;
-        uint64_t ip = 0, frac = 0;
-        unsigned fdigits = 0;
-        bool any = false, overflow = false;
-
-        while (g_ascii_isdigit(*s)) {
-                unsigned d = (unsigned) (*s - '0');
-                if (ip > (UINT64_MAX - d) / 10)
-                        overflow = true;
-                else
-                        ip = ip * 10 + d;
-                any = true;
-                s++;
-        }
-        if (*s == '.') {
-                s++;
-                while (g_ascii_isdigit(*s)) {
-                        if (fdigits < 9) {
-                                frac = frac * 10 + (uint64_t) (*s - '0');
-                                fdigits++;
-                        }
-                        any = true;
-                        s++;
-                }
-        }
-        if (!any)
-                return -EINVAL;
-        *p = s;
-        if (overflow)
-                return -ERANGE;
-
-        if (had_fraction)
-                *had_fraction = frac != 0;
-
-        if (ip != 0 && mult > UINT64_MAX / ip)
-                return -ERANGE;
-        uint64_t v = ip * mult;
-        if (fdigits > 0) {
-                /* floor(frac * mult / 10^d) without overflow: frac < 10^d */
-                uint64_t den = pow10_u64(fdigits);
-                uint64_t add = (mult / den) * frac + ((mult % den) * frac) / den;
-                if (v > UINT64_MAX - add)
-                        return -ERANGE;
-                v += add;
-        }
-        *out = v;
-        return 0;
-}
-
-static const char *skip_blank(const char *s) {
-        while (*s == ' ' || *s == '\t')
-                s++;
-        return s;
-}
-
-int np_parse_size(const char *s, uint64_t *bytes) {
-        static const struct {
-                char c;
-                uint64_t mult;
-        } suffixes[] = {
-                { 'K', UINT64_C(1) << 10 },
-                { 'M', UINT64_C(1) << 20 },
-                { 'G', UINT64_C(1) << 30 },
-                { 'T', UINT64_C(1) << 40 },
-        };
-        const char *p, *q, *numend;
-        uint64_t mult = 1, v;
-        bool fraction = false;
-        int r;
-
-        if (!s)
-                return -EINVAL;
-        p = skip_blank(s);
-
-        /* Find the suffix first: the multiplier is needed to scale the fraction. */
-        q = p;
-        while (g_ascii_isdigit(*q) || *q == '.')
-                q++;
-        numend = q;
-        q = skip_blank(q);
-        for (size_t i = 0; i < G_N_ELEMENTS(suffixes); i++)
-                if (g_ascii_toupper(*q) == suffixes[i].c) {
-                        mult = suffixes[i].mult;
-                        q++;
-                        break;
-                }
-        if (mult > 1 && *q == 'i' && q[1] == 'B')
-                q += 2;
-        else if (*q == 'B')
-                q++;
-        if (*skip_blank(q) != '\0')
-                return -EINVAL;
-
-        r = parse_decimal(&p, mult, &v, &fraction);
-        if (r < 0)
-                return r;
-        if (p != numend)
-                return -EINVAL; /* "1..5" */
-        if (fraction && mult == 1)
-                return -EINVAL; /* a fraction of a byte */
-        *bytes = v;
-        return 0;
-}
-
-int np_parse_seconds(const char *s, uint64_t *usec) {
-        static const struct {
-                const char *name;
-                uint64_t mult;
-        } units[] = {
-                { "", USEC_PER_SEC },
-                { "us", 1 },
-                { "usec", 1 },
-                { "ms", 1000 },
-                { "msec", 1000 },
-                { "s", USEC_PER_SEC },
-                { "sec", USEC_PER_SEC },
-                { "min", 60 * USEC_PER_SEC },
-                { "h", 3600 * USEC_PER_SEC },
-                { "hr", 3600 * USEC_PER_SEC },
-        };
-        const char *p, *q, *u;
-        uint64_t v;
-        int r;
-
-        if (!s)
-                return -EINVAL;
-        p = skip_blank(s);
-        q = p;
-        while (g_ascii_isdigit(*q) || *q == '.')
-                q++;
-        u = skip_blank(q);
-        size_t ulen = 0;
-        while (g_ascii_isalpha(u[ulen]))
-                ulen++;
-        if (*skip_blank(u + ulen) != '\0')
-                return -EINVAL;
-
-        for (size_t i = 0; i < G_N_ELEMENTS(units); i++) {
-                if (strlen(units[i].name) != ulen || strncmp(units[i].name, u, ulen) != 0)
-                        continue;
-                r = parse_decimal(&p, units[i].mult, &v, NULL);
-                if (r < 0)
-                        return r;
-                if (p != q)
-                        return -EINVAL;
-                *usec = v;
-                return 0;
-        }
-        return -EINVAL;
-}
-
-int np_parse_bool(const char *s, bool *b) {
-        static const char *const yes[] = { "yes", "true", "on", "1" };
-        static const char *const no[] = { "no", "false", "off", "0" };
-
-        if (!s)
-                return -EINVAL;
-        for (size_t i = 0; i < G_N_ELEMENTS(yes); i++) {
-                if (g_ascii_strcasecmp(s, yes[i]) == 0) {
-                        *b = true;
-                        return 0;
-                }
-                if (g_ascii_strcasecmp(s, no[i]) == 0) {
-                        *b = false;
-                        return 0;
-                }
-        }
-        return -EINVAL;
-}
 
 const char *np_mode_to_string(NpMode m) {
         if ((unsigned) m >= G_N_ELEMENTS(mode_names) - 1)
@@ -452,9 +265,9 @@ static int key_apply(const NpConfigKey *k, NpConfig *c, const char *value, char 
                 return 0;
 
         case NP_KEY_CPUS: {
-                const char *p = skip_blank(value);
-                r = parse_decimal(&p, USEC_PER_SEC, &u, NULL);
-                if (r == 0 && *skip_blank(p) != '\0')
+                const char *p = np_config_skip_blank(value);
+                r = np_config_parse_decimal(&p, USEC_PER_SEC, &u, NULL);
+                if (r == 0 && *np_config_skip_blank(p) != '\0')
                         r = -EINVAL;
                 double v = (double) u / USEC_PER_SEC;
                 if (r < 0 || v < k->min || v > k->max) {
@@ -769,7 +582,7 @@ static int loader_parse(Loader *l, const char *name, const char *data, size_t le
 
                 if (*s == '[') {
                         const char *close = strchr(s, ']');
-                        if (!close || *skip_blank(close + 1) != '\0' || !valid_group_name(s + 1, (size_t) (close - s - 1))) {
+                        if (!close || *np_config_skip_blank(close + 1) != '\0' || !valid_group_name(s + 1, (size_t) (close - s - 1))) {
                                 g_autofree char *q = quote(s);
                                 return set_error(error, G_KEY_FILE_ERROR_PARSE, -EINVAL,
                                                  "%s:%u: '%s': not a valid [Group] header", name, lineno, q);
