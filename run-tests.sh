@@ -29,6 +29,15 @@ meson compile -C build-ci
 [ -f build-ci-clang/build.ninja ] || CC=clang meson setup build-ci-clang --werror -Dvm_tests=false
 meson compile -C build-ci-clang
 
+# the same unit and integration tests under AddressSanitizer (leaks at the
+# daemon's exit included) and UndefinedBehaviorSanitizer
+[ -f build-ci-asan/build.ninja ] || meson setup build-ci-asan --werror -Db_sanitize=address,undefined \
+        -Db_lundef=false -Dvm_tests=false
+meson compile -C build-ci-asan
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        meson test -C build-ci-asan --print-errorlogs --num-processes 1 --suite unit --suite integration \
+        || { echo "run-tests.sh: sanitizer run failed" >&2; exit 1; }
+
 suites=(--suite unit --suite integration)
 [ "$vm" = yes ] && suites+=(--suite vm)
 rc=0
