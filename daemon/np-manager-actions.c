@@ -122,6 +122,26 @@ int np_manager_place(NpManager *m, int pid, const NpMask *nodes, uint64_t *moved
         r = np_backend_place(m->backend, pid, p->starttime, nodes, cpus, place_migrate, &ctx, &e);
         uint64_t usec = np_now_usec(CLOCK_MONOTONIC) - t0;
 
+        /* Whatever left a non-target node after the daemon's own plan ended
+         * was moved by the kernel while confining (cgroup v2 migrates memory
+         * when cpuset.mems narrows; on v1 with memory_migrate=0 this is 0). */
+        uint64_t kernel_moved = 0;
+        if (ctx.ran && r == 0 && ctx.result.error == 0) {
+                NpNumaMaps final = { 0 };
+                if (np_read_numa_maps(pid, &final) == 0) {
+                        for (guint i = 0; ctx.result.after.per_node && i < ctx.result.after.per_node->len; i++) {
+                                NpNodeBytes *nb = &g_array_index(ctx.result.after.per_node, NpNodeBytes, i);
+                                uint64_t now = np_numa_maps_node_bytes(&final, nb->node);
+                                if (!np_mask_test(nodes, nb->node) && nb->bytes > now)
+                                        kernel_moved += nb->bytes - now;
+                        }
+                        np_numa_maps_clear(&final);
+                }
+                if (kernel_moved)
+                        log_info("Confining %d (%s) made the kernel move %" G_GUINT64_FORMAT
+                                 " more bytes off nodes outside %s", pid, p->comm, kernel_moved, to_s);
+                ctx.result.moved_bytes += kernel_moved;
+        }
         if (ctx.ran) {
                 m->migrated_bytes += ctx.result.moved_bytes;
                 m->migration_calls += ctx.result.calls;
