@@ -289,7 +289,7 @@ static const sd_bus_vtable manager_vtable[] = {
         U64_PROP("LastScanTimestamp", last_scan_usec),
         U64_PROP("LastScanDurationUSec", last_scan_duration_usec),
         SD_BUS_PROPERTY("DaemonCPUUSec", "t", get_daemon_cpu, 0, SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION),
-        SD_BUS_PROPERTY("NodeIds", "au", get_node_ids, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("NodeIds", "au", get_node_ids, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("ManagedProcesses", "au", get_managed, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         U64_PROP("MigratedBytes", migrated_bytes),
         U64_PROP("MigrationCalls", migration_calls),
@@ -567,6 +567,23 @@ void np_bus_scan_done(NpManager *m, GPtrArray *added, GPtrArray *removed) {
         }
         np_bus_manager_changed(m, "Scans", "LastScanTimestamp", "LastScanDurationUSec", "DaemonCPUUSec",
                                "ManagedProcesses", "KernelNumaBalancing", NULL);
+}
+
+void np_bus_nodes_changed(NpManager *m, const NpMask *before, const NpMask *after) {
+        if (!m->bus)
+                return;
+        char path[96];
+        NP_MASK_FOREACH(id, before)
+                if (!np_mask_test(after, (unsigned) id)) {
+                        g_snprintf(path, sizeof path, NP_BUS_NODE_PREFIX "/%d", id);
+                        sd_bus_emit_interfaces_removed(m->bus, path, NP_BUS_NODE_IFACE, NULL);
+                }
+        NP_MASK_FOREACH(id, after)
+                if (!np_mask_test(before, (unsigned) id)) {
+                        g_snprintf(path, sizeof path, NP_BUS_NODE_PREFIX "/%d", id);
+                        sd_bus_emit_interfaces_added(m->bus, path, NP_BUS_NODE_IFACE, NULL);
+                }
+        np_bus_manager_changed(m, "NodeIds", NULL);
 }
 
 void np_bus_emit_placed(NpManager *m, const NpProcess *p, const NpMask *from, const NpMask *to, uint64_t moved_bytes,

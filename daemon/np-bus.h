@@ -23,6 +23,9 @@ int np_bus_register(NpManager *m);
  * for processes that appeared or went. Called once at the end of a scan. */
 void np_bus_scan_done(NpManager *m, GPtrArray *added_pids, GPtrArray *removed);
 
+/* Node objects that came or went (InterfacesAdded/Removed) and NodeIds. */
+void np_bus_nodes_changed(NpManager *m, const NpMask *before, const NpMask *after);
+
 /* Emit PropertiesChanged on the Manager for the named properties (NULL-terminated). */
 void np_bus_manager_changed(NpManager *m, ...) G_GNUC_NULL_TERMINATED;
 

@@ -363,8 +363,34 @@ static void scan_processes(NpManager *m, GPtrArray *added, GPtrArray *removed) {
         }
 }
 
+/* Node hotplug: when the set of online nodes changes, reload the topology
+ * and let the bus announce the node objects that came or went. */
+static void refresh_topology(NpManager *m) {
+        g_autofree char *buf = NULL;
+        g_autoptr(NpMask) online = NULL;
+        if (m->topology->synthetic || np_read_file("/sys/devices/system/node/online", &buf, NULL) < 0 ||
+            np_mask_parse(buf, &online) < 0 || np_mask_equal(online, m->topology->online))
+                return;
+        g_autoptr(GError) e = NULL;
+        NpTopology *t = NULL;
+        if (np_topology_load(&t, &e) < 0) {
+                log_warning("Online NUMA nodes changed but the topology cannot be read: %s", e->message);
+                return;
+        }
+        g_autofree char *before = np_mask_format(m->topology->online);
+        g_autofree char *after = np_mask_format(t->online);
+        log_notice("Online NUMA nodes changed from %s to %s", before, after);
+        NpTopology *old = m->topology;
+        m->topology = t;
+        np_bus_nodes_changed(m, old->online, t->online);
+        np_topology_free(old);
+        g_array_set_size(m->cpu_ticks, 0);
+}
+
 int np_manager_scan(NpManager *m) {
         uint64_t start = np_now_usec(CLOCK_MONOTONIC);
+
+        refresh_topology(m);
 
         g_autoptr(GArray) ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
         g_autoptr(GArray) samples = g_array_new(FALSE, TRUE, sizeof(NpNodeSample));

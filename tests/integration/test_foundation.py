@@ -178,6 +178,37 @@ class FixtureProcesses(BusTestCase):
         self.assertNotEqual(r.returncode, 0)
 
 
+    def test_nodes_come_and_go(self):
+        """A node going offline (and back) takes its object with it."""
+        import shutil
+        import tempfile
+        tmp = tempfile.mkdtemp(prefix="np-root-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        root = os.path.join(tmp, "root")
+        shutil.copytree(os.path.join(nptest.FIXTURES, "4node"), root, symlinks=True)
+        online = os.path.join(root, "sys/devices/system/node/online")
+        self.start(FIXTURE_CONF, root=root)
+
+        def wait_nodes(expect):
+            deadline = time.monotonic() + 15
+            while self.bus.get("NodeIds") != expect and time.monotonic() < deadline:
+                time.sleep(0.2)
+            self.assertEqual(self.bus.get("NodeIds"), expect)
+
+        with open(online, "w") as f:
+            f.write("0-2\n")
+        for n in range(4):  # distances now list three nodes
+            path = os.path.join(root, "sys/devices/system/node/node%d/distance" % n)
+            with open(path) as f:
+                d = f.read().split()
+            with open(path, "w") as f:
+                f.write(" ".join(d[:3]) + "\n")
+        wait_nodes([0, 1, 2])
+        out = self.bus.busctl("tree", "--list", "org.numaplaced1").stdout.split()
+        self.assertNotIn("/org/numaplaced1/node/3", out)
+        self.assertIn("/org/numaplaced1/node/2", out)
+
+
 class Access(BusTestCase):
     def test_unprivileged_reads_but_cannot_pause(self):
         self.start(FIXTURE_CONF, root=os.path.join(nptest.FIXTURES, "2node"))
