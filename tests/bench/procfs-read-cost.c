@@ -1,0 +1,128 @@
+/* procfs-read-cost: CPU microseconds per process for the ways a scanner can
+ * read per-process data from /proc, over every PID present now.  The floor
+ * under numaplaced's per-process scan cost, and what other access patterns
+ * would cost.  Used by bench-scan.py (which runs it with its N sleepers in
+ * place); also runs alone:
+ *
+ *     build-bench/tests/bench/procfs-read-cost [REPS]
+ *
+ * Prints one "method us_per_process" line per method, then "pids N". */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double cpu_us(void) {
+        struct timespec t;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+        return (double) t.tv_sec * 1e6 + (double) t.tv_nsec / 1e3;
+}
+
+static int *list_pids(int *n) {
+        size_t cap = 1024;
+        int *pids = malloc(cap * sizeof(int));
+        DIR *d = opendir("/proc");
+        struct dirent *e;
+        *n = 0;
+        while (d && pids && (e = readdir(d))) {
+                if (e->d_name[0] < '1' || e->d_name[0] > '9')
+                        continue;
+                if ((size_t) *n == cap) {
+                        cap *= 2;
+                        int *p = realloc(pids, cap * sizeof(int));
+                        if (!p)
+                                break;
+                        pids = p;
+                }
+                pids[(*n)++] = atoi(e->d_name);
+        }
+        if (d)
+                closedir(d);
+        return pids;
+}
+
+static char buf[4096];
+
+/* open + read + close of /proc/<pid>/<file>, as numaplaced and numad do */
+static double open_read_close(const int *pids, int n, int reps, const char *file, int dirfd) {
+        char path[64];
+        double t0 = cpu_us();
+        for (int r = 0; r < reps; r++)
+                for (int i = 0; i < n; i++) {
+                        int fd;
+                        if (dirfd >= 0) {
+                                snprintf(path, sizeof path, "%d/%s", pids[i], file);
+                                fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+                        } else {
+                                snprintf(path, sizeof path, "/proc/%d/%s", pids[i], file);
+                                fd = open(path, O_RDONLY | O_CLOEXEC);
+                        }
+                        if (fd < 0)
+                                continue;
+                        if (read(fd, buf, sizeof buf) < 0)
+                                buf[0] = 0;
+                        close(fd);
+                }
+        return (cpu_us() - t0) / reps / n;
+}
+
+/* pread(fd, 0) on descriptors kept open between scans */
+static double kept_pread(const int *pids, int n, int reps, const char *file) {
+        char path[64];
+        int *fds = malloc((size_t) n * sizeof(int));
+        if (!fds)
+                return -1;
+        for (int i = 0; i < n; i++) {
+                snprintf(path, sizeof path, "/proc/%d/%s", pids[i], file);
+                fds[i] = open(path, O_RDONLY | O_CLOEXEC);
+        }
+        double t0 = cpu_us();
+        for (int r = 0; r < reps; r++)
+                for (int i = 0; i < n; i++)
+                        if (fds[i] >= 0 && pread(fds[i], buf, sizeof buf, 0) < 0)
+                                buf[0] = 0;
+        double us = (cpu_us() - t0) / reps / n;
+        for (int i = 0; i < n; i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        free(fds);
+        return us;
+}
+
+static double list_only(int n, int reps) {
+        double t0 = cpu_us();
+        for (int r = 0; r < reps; r++) {
+                DIR *d = opendir("/proc");
+                while (d && readdir(d))
+                        ;
+                if (d)
+                        closedir(d);
+        }
+        return (cpu_us() - t0) / reps / n;
+}
+
+int main(int argc, char **argv) {
+        int reps = argc > 1 ? atoi(argv[1]) : 10;
+        int n = 0;
+        int *pids = list_pids(&n);
+        if (!pids || n == 0 || reps < 1) {
+                fprintf(stderr, "procfs-read-cost: no PIDs or bad REPS\n");
+                return 1;
+        }
+        int dirfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        open_read_close(pids, n, 1, "stat", -1); /* warm the dentry cache */
+        printf("readdir_proc %.3f\n", list_only(n, reps));
+        printf("open_read_close_stat %.3f\n", open_read_close(pids, n, reps, "stat", -1));
+        printf("openat_procfd_stat %.3f\n", open_read_close(pids, n, reps, "stat", dirfd));
+        printf("open_read_close_statm %.3f\n", open_read_close(pids, n, reps, "statm", -1));
+        printf("open_read_close_status %.3f\n", open_read_close(pids, n, reps, "status", -1));
+        printf("kept_fd_pread_stat %.3f\n", kept_pread(pids, n, reps, "stat"));
+        printf("kept_fd_pread_statm %.3f\n", kept_pread(pids, n, reps, "statm"));
+        printf("pids %d\n", n);
+        free(pids);
+        return 0;
+}
