@@ -7,7 +7,9 @@
  *     build-bench/tests/bench/procfs-read-cost [REPS]
  *
  * Prints one "method us_per_process" line per method, then "pids N". */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
