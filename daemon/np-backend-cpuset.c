@@ -567,6 +567,13 @@ static int v2_place(NpBackend *b, NpStateProcess *p, NpMigrateFn migrate, void *
 out:
         if (r < 0 && !np_proc_alive(p->pid, p->starttime))
                 r = -ESRCH;
+        if (r == -ESRCH) {
+                /* Gone: nobody will restore it, so its cgroups go now (the
+                 * caller's restore returns early for a dead process). */
+                (void)np_cpuset_remove_if_empty(b, staging);
+                (void)np_cpuset_remove_if_empty(b, p->cgroup);
+                return r;
+        }
         if (r < 0) {
                 /* The caller puts the process back; then staging is empty. */
                 return r;
