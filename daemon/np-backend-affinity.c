@@ -10,7 +10,7 @@
 #include "np-backend-private.h"
 #include "np-log.h"
 
-static bool record_thread(NpStateProcess *p, pid_t tid) {
+static bool record_thread(NpBackend *b, NpStateProcess *p, pid_t tid) {
         g_autoptr(NpMask) aff = NULL;
 
         if (np_state_process_thread(p, tid))
@@ -21,72 +21,30 @@ static bool record_thread(NpStateProcess *p, pid_t tid) {
         return true;
 }
 
+/* A new thread that already has the target affinity inherited it from a
+ * moved thread: nothing to do, its original is the leader's. */
+static bool thread_placed(NpBackend *b, const NpStateProcess *p, pid_t tid) {
+        g_autoptr(NpMask) cur = NULL;
+        return np_thread_get_affinity(tid, &cur) < 0 || np_mask_equal(cur, p->cpus);
+}
+
+static int thread_move(NpBackend *b, NpStateProcess *p, pid_t tid, GError **error) {
+        int r = np_thread_set_affinity(tid, p->cpus);
+        if (r < 0 && r != -ESRCH) {
+                g_autofree char *cpus = np_mask_format(p->cpus);
+                g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(-r),
+                            "cannot set the affinity of thread %d to CPUs %s: %s", (int)tid, cpus, g_strerror(-r));
+        }
+        return r;
+}
+
+static const NpThreadMover affinity_mover = { thread_placed, record_thread, thread_move };
+
 int np_affinity_place(NpBackend *b, NpStateProcess *p, NpMigrateFn migrate, void *userdata,
                       GError **error) {
-        g_autoptr(GHashTable) moved = g_hash_table_new(g_direct_hash, g_direct_equal);
-        bool stable = false;
-        int r;
-
-        /* Threads created by an already moved thread inherit its affinity;
-         * those created by one not yet moved show up on the next pass. */
-        for (unsigned pass = 0; pass < NP_MOVE_MAX_PASSES && !stable; pass++) {
-                g_autoptr(GArray) tids = NULL;
-                g_autoptr(GArray) todo = g_array_new(FALSE, FALSE, sizeof(pid_t));
-                bool dirty = false;
-
-                if (!np_proc_alive(p->pid, p->starttime) || np_proc_tids(p->pid, &tids) < 0)
-                        return -ESRCH;
-                for (guint i = 0; i < tids->len; i++) {
-                        pid_t tid = g_array_index(tids, pid_t, i);
-                        g_autoptr(NpMask) cur = NULL;
-
-                        if (g_hash_table_contains(moved, GINT_TO_POINTER(tid)))
-                                continue;
-                        /* After the first pass, a new thread that already has
-                         * the target affinity inherited it from a moved
-                         * thread: nothing to do, its original is the
-                         * leader's. So a process that keeps creating threads
-                         * settles. */
-                        if (pass > 0 && (np_thread_get_affinity(tid, &cur) < 0 || np_mask_equal(cur, p->cpus))) {
-                                g_hash_table_add(moved, GINT_TO_POINTER(tid));
-                                continue;
-                        }
-                        g_array_append_val(todo, tid);
-                }
-                if (todo->len == 0) {
-                        stable = true;
-                        break;
-                }
-                for (guint i = 0; i < todo->len; i++)
-                        dirty |= record_thread(p, g_array_index(todo, pid_t, i));
-                if (dirty) {
-                        r = np_backend_save_state(b, error);
-                        if (r < 0)
-                                return r;
-                }
-                for (guint i = 0; i < todo->len; i++) {
-                        pid_t tid = g_array_index(todo, pid_t, i);
-
-                        r = np_thread_set_affinity(tid, p->cpus);
-                        if (r < 0 && r != -ESRCH) {
-                                g_autofree char *cpus = np_mask_format(p->cpus);
-
-                                if (!np_proc_alive(p->pid, p->starttime))
-                                        return -ESRCH;
-                                g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(-r),
-                                            "cannot set the affinity of thread %d to CPUs %s: %s", (int)tid,
-                                            cpus, g_strerror(-r));
-                                return r;
-                        }
-                        g_hash_table_add(moved, GINT_TO_POINTER(tid));
-                }
-        }
-        if (!stable) {
-                g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_AGAIN,
-                            "threads kept appearing after %d passes over /proc/%d/task", NP_MOVE_MAX_PASSES,
-                            (int)p->pid);
-                return -EAGAIN;
-        }
+        int r = np_backend_move_threads(b, p, &affinity_mover, error);
+        if (r < 0)
+                return r;
 
         if (migrate) {
                 r = migrate(p->pid, userdata);

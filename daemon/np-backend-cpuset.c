@@ -450,72 +450,30 @@ static int call_migrate(NpStateProcess *p, NpMigrateFn migrate, void *userdata) 
         return 0;
 }
 
-static int v1_place(NpBackend *b, NpStateProcess *p, NpMigrateFn migrate, void *userdata, GError **error) {
-        g_autoptr(GHashTable) moved = g_hash_table_new(g_direct_hash, g_direct_equal);
-        bool stable = false;
-        int r;
+/* A new thread already in the target was born there (a moved thread
+ * created it): nothing to do, and its originals are the leader's. */
+static bool v1_thread_placed(NpBackend *b, const NpStateProcess *p, pid_t tid) {
+        g_autofree char *cur = NULL;
+        return np_cpuset_current(b, tid, &cur) < 0 || g_strcmp0(cur, p->cgroup) == 0;
+}
 
-        r = v1_ensure(b, p, error);
+static int v1_thread_move(NpBackend *b, NpStateProcess *p, pid_t tid, GError **error) {
+        int r = v1_attach(p->cgroup, tid);
+        if (r < 0 && r != -ESRCH)
+                g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(-r), "cannot move thread %d into cgroup %s%s: %s",
+                            (int)tid, b->mount, p->cgroup, g_strerror(-r));
+        return r;
+}
+
+static const NpThreadMover v1_mover = { v1_thread_placed, record_thread, v1_thread_move };
+
+static int v1_place(NpBackend *b, NpStateProcess *p, NpMigrateFn migrate, void *userdata, GError **error) {
+        int r = v1_ensure(b, p, error);
         if (r < 0)
                 return r;
-
-        for (unsigned pass = 0; pass < NP_MOVE_MAX_PASSES && !stable; pass++) {
-                g_autoptr(GArray) tids = NULL;
-                g_autoptr(GArray) todo = g_array_new(FALSE, FALSE, sizeof(pid_t));
-                bool dirty = false;
-
-                if (!np_proc_alive(p->pid, p->starttime) || np_proc_tids(p->pid, &tids) < 0)
-                        return -ESRCH;
-                for (guint i = 0; i < tids->len; i++) {
-                        pid_t tid = g_array_index(tids, pid_t, i);
-                        g_autofree char *cur = NULL;
-
-                        if (g_hash_table_contains(moved, GINT_TO_POINTER(tid)))
-                                continue;
-                        /* After the first pass, a new thread already in the
-                         * target was born there (a moved thread created it):
-                         * nothing to do, and its originals are the leader's.
-                         * So a process that keeps creating threads settles. */
-                        if (pass > 0 && (np_cpuset_current(b, tid, &cur) < 0 || g_strcmp0(cur, p->cgroup) == 0)) {
-                                g_hash_table_add(moved, GINT_TO_POINTER(tid));
-                                continue;
-                        }
-                        g_array_append_val(todo, tid);
-                }
-                if (todo->len == 0) {
-                        stable = true;
-                        break;
-                }
-                for (guint i = 0; i < todo->len; i++)
-                        dirty |= record_thread(b, p, g_array_index(todo, pid_t, i));
-                if (dirty) {
-                        r = np_backend_save_state(b, error);
-                        if (r < 0)
-                                return r;
-                }
-                for (guint i = 0; i < todo->len; i++) {
-                        pid_t tid = g_array_index(todo, pid_t, i);
-
-                        r = v1_attach(p->cgroup, tid);
-                        if (r < 0 && r != -ESRCH) {
-                                if (!np_proc_alive(p->pid, p->starttime))
-                                        return -ESRCH;
-                                g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(-r),
-                                            "cannot move thread %d into cgroup %s%s: %s", (int)tid, b->mount,
-                                            p->cgroup, g_strerror(-r));
-                                return r;
-                        }
-                        /* -ESRCH: that thread exited; the next pass tells
-                         * whether the whole process did. */
-                        g_hash_table_add(moved, GINT_TO_POINTER(tid));
-                }
-        }
-        if (!stable) {
-                g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_AGAIN,
-                            "threads kept appearing after %d passes over /proc/%d/task", NP_MOVE_MAX_PASSES,
-                            (int)p->pid);
-                return -EAGAIN;
-        }
+        r = np_backend_move_threads(b, p, &v1_mover, error);
+        if (r < 0)
+                return r;
         return call_migrate(p, migrate, userdata);
 }
 

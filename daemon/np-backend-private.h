@@ -60,6 +60,30 @@ int np_thread_set_affinity(pid_t tid, const NpMask *cpus);
 /* Save the state file; on failure *error names the file. 0 or -errno. */
 int np_backend_save_state(NpBackend *b, GError **error);
 
+/* How one backend moves one thread, for np_backend_move_threads(). */
+typedef struct {
+        /* After the first pass: is tid already where it should be (born from
+         * a moved thread)? A thread that cannot be read counts as placed. */
+        bool (*placed)(NpBackend *b, const NpStateProcess *p, pid_t tid);
+        /* Record tid's original placement in p; true when something new was
+         * recorded (the state file is then saved before any move). */
+        bool (*record)(NpBackend *b, NpStateProcess *p, pid_t tid);
+        /* Move tid: 0, -ESRCH when the thread exited, or another negative
+         * errno with *error set naming the thread and the target. */
+        int (*move)(NpBackend *b, NpStateProcess *p, pid_t tid, GError **error);
+} NpThreadMover;
+
+/*
+ * Move every thread of p with `ops`, in passes over /proc/PID/task until a
+ * pass finds nothing left to move (threads created meanwhile show up in the
+ * next pass; those born from moved threads already are placed, so a process
+ * that keeps creating threads settles). Originals are recorded and saved
+ * before each pass's moves. Returns 0; -ESRCH when the process went away;
+ * -EAGAIN (with *error) when threads kept appearing for NP_MOVE_MAX_PASSES
+ * passes; or a move's error.
+ */
+int np_backend_move_threads(NpBackend *b, NpStateProcess *p, const NpThreadMover *ops, GError **error);
+
 /* ---- cpuset (np-backend-cpuset.c) ---- */
 
 /* Find a cpuset hierarchy (see np-backend-cpuset.c for the rules) and

@@ -536,3 +536,55 @@ int np_backend_release_all(NpBackend *b) {
                 ret = r;
         return ret;
 }
+
+int np_backend_move_threads(NpBackend *b, NpStateProcess *p, const NpThreadMover *ops, GError **error) {
+        g_autoptr(GHashTable) moved = g_hash_table_new(g_direct_hash, g_direct_equal);
+
+        for (unsigned pass = 0; pass < NP_MOVE_MAX_PASSES; pass++) {
+                g_autoptr(GArray) tids = NULL;
+                g_autoptr(GArray) todo = g_array_new(FALSE, FALSE, sizeof(pid_t));
+                bool dirty = false;
+                int r;
+
+                if (!np_proc_alive(p->pid, p->starttime) || np_proc_tids(p->pid, &tids) < 0)
+                        return -ESRCH;
+                for (guint i = 0; i < tids->len; i++) {
+                        pid_t tid = g_array_index(tids, pid_t, i);
+
+                        if (g_hash_table_contains(moved, GINT_TO_POINTER(tid)))
+                                continue;
+                        if (pass > 0 && ops->placed(b, p, tid)) {
+                                g_hash_table_add(moved, GINT_TO_POINTER(tid));
+                                continue;
+                        }
+                        g_array_append_val(todo, tid);
+                }
+                if (todo->len == 0)
+                        return 0;
+                for (guint i = 0; i < todo->len; i++)
+                        dirty |= ops->record(b, p, g_array_index(todo, pid_t, i));
+                if (dirty) {
+                        r = np_backend_save_state(b, error);
+                        if (r < 0)
+                                return r;
+                }
+                for (guint i = 0; i < todo->len; i++) {
+                        pid_t tid = g_array_index(todo, pid_t, i);
+                        g_autoptr(GError) e = NULL;
+
+                        r = ops->move(b, p, tid, &e);
+                        if (r < 0 && r != -ESRCH) {
+                                if (!np_proc_alive(p->pid, p->starttime))
+                                        return -ESRCH;
+                                g_propagate_error(error, g_steal_pointer(&e));
+                                return r;
+                        }
+                        /* -ESRCH: that thread exited; the next pass tells
+                         * whether the whole process did. */
+                        g_hash_table_add(moved, GINT_TO_POINTER(tid));
+                }
+        }
+        g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_AGAIN, "threads kept appearing after %d passes over /proc/%d/task",
+                    NP_MOVE_MAX_PASSES, (int)p->pid);
+        return -EAGAIN;
+}
