@@ -387,23 +387,27 @@ static int node_find(sd_bus *bus, const char *path, const char *iface, void *use
         return 1;
 }
 
+/* The object paths "<prefix>/<id>" for ids, as the malloc'd NULL-terminated
+ * list sd-bus frees with free(). */
+static int paths_from_ids(const char *prefix, const GArray *ids, char ***out) {
+        char **paths = calloc(ids->len + 1, sizeof(char *));
+        if (!paths)
+                return -ENOMEM;
+        for (guint i = 0; i < ids->len; i++)
+                if (asprintf(&paths[i], "%s/%u", prefix, g_array_index(ids, guint32, i)) < 0) {
+                        for (guint k = 0; k < i; k++)
+                                free(paths[k]);
+                        free(paths);
+                        return -ENOMEM;
+                }
+        *out = paths;
+        return 0;
+}
+
 static int node_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***nodes, sd_bus_error *ret) {
         NpManager *m = userdata;
-        GPtrArray *a = g_ptr_array_new();
-        NP_MASK_FOREACH(id, m->topology->online)
-                g_ptr_array_add(a, g_strdup_printf(NP_BUS_NODE_PREFIX "/%d", id));
-        g_ptr_array_add(a, NULL);
-        /* sd-bus frees the result with free(): copy into malloc'd memory */
-        char **out = calloc(a->len, sizeof(char *));
-        for (guint i = 0; out && i + 1 < a->len; i++)
-                out[i] = strdup(a->pdata[i]);
-        for (guint i = 0; i < a->len; i++)
-                g_free(a->pdata[i]);
-        g_ptr_array_free(a, TRUE);
-        if (!out)
-                return -ENOMEM;
-        *nodes = out;
-        return 0;
+        g_autoptr(GArray) ids = np_mask_to_u32_array(m->topology->online);
+        return paths_from_ids(NP_BUS_NODE_PREFIX, ids, nodes);
 }
 
 /* ---- Process objects ---------------------------------------------------- */
@@ -467,24 +471,16 @@ static int process_find(sd_bus *bus, const char *path, const char *iface, void *
 
 static int process_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***nodes, sd_bus_error *ret) {
         NpManager *m = userdata;
-        size_t n = 0, cap = g_hash_table_size(m->processes) + 1;
-        char **out = calloc(cap, sizeof(char *));
-        if (!out)
-                return -ENOMEM;
+        g_autoptr(GArray) pids = g_array_new(FALSE, FALSE, sizeof(guint32));
         GHashTableIter it;
         gpointer v;
         g_hash_table_iter_init(&it, m->processes);
-        while (g_hash_table_iter_next(&it, NULL, &v)) {
-                NpProcess *p = v;
-                if (!p->significant)
-                        continue;
-                char *s = NULL;
-                if (asprintf(&s, NP_BUS_PROCESS_PREFIX "/%d", p->pid) < 0)
-                        break;
-                out[n++] = s;
-        }
-        *nodes = out;
-        return 0;
+        while (g_hash_table_iter_next(&it, NULL, &v))
+                if (((NpProcess *) v)->significant) {
+                        guint32 pid = (guint32) ((NpProcess *) v)->pid;
+                        g_array_append_val(pids, pid);
+                }
+        return paths_from_ids(NP_BUS_PROCESS_PREFIX, pids, nodes);
 }
 
 /* ---- registration and change signals ------------------------------------ */

@@ -5,7 +5,6 @@
 
 #include "np-build-config.h"
 #include "np-manager.h"
-#include "np-sysroot.h"
 
 static char *mib(uint64_t bytes) {
         return g_strdup_printf("%.1f", (double) bytes / (1024.0 * 1024.0));
@@ -19,15 +18,13 @@ static gint cmp_proc(gconstpointer a, gconstpointer b) {
 char *np_manager_dump(NpManager *m) {
         GString *s = g_string_new(NULL);
         const NpConfig *c = m->config;
-        guint64 nb = 0;
-        (void) np_read_u64("/proc/sys/kernel/numa_balancing", &nb);
 
         g_string_append_printf(s, "numaplaced %s\n", NP_VERSION);
         g_string_append_printf(s, "Mode: %s  Backend: %s  Paused: %s\n", np_mode_to_string(c->mode), m->backend_name,
                                m->paused ? "yes" : "no");
         g_string_append_printf(s, "Scans: %" PRIu64 "  Interval: %.1f s  Last scan took: %" PRIu64 " us\n", m->scans,
                                (double) m->scan_interval_usec / 1e6, m->last_scan_duration_usec);
-        g_string_append_printf(s, "Kernel NUMA balancing: %" G_GUINT64_FORMAT "\n", nb);
+        g_string_append_printf(s, "Kernel NUMA balancing: %u\n", m->kernel_numa_balancing);
         g_autofree char *files = c->files && c->files[0] ? g_strjoinv(", ", c->files) : g_strdup("(defaults)");
         g_string_append_printf(s, "Configuration: %s\n", files);
         if (m->config_error && *m->config_error)

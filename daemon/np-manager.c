@@ -161,19 +161,6 @@ GArray *np_manager_managed_pids(NpManager *m) {
 
 /* ---- process sampling --------------------------------------------------- */
 
-static bool id_listed(char **list, int pid, const char *comm) {
-        for (char **l = list; l && *l; l++) {
-                char *end;
-                long v = strtol(*l, &end, 10);
-                if (*end == '\0' && end != *l) {
-                        if (v == pid)
-                                return true;
-                } else if (g_pattern_match_simple(*l, comm))
-                        return true;
-        }
-        return false;
-}
-
 static bool pid_in(GHashTable *t, const NpProcess *p) {
         gpointer v;
         if (!g_hash_table_lookup_extended(t, GINT_TO_POINTER(p->pid), NULL, &v))
@@ -283,7 +270,7 @@ static bool is_significant(NpManager *m, NpProcess *p) {
         const NpConfig *c = m->config;
         if (p->state == NP_PROC_PINNED || p->state == NP_PROC_PLACED)
                 return true;
-        if (pid_in(m->included, p) || id_listed(c->include, p->pid, p->comm))
+        if (pid_in(m->included, p) || np_config_list_match(c->include, (unsigned) p->pid, p->comm))
                 return true;
         return p->rss_bytes >= c->min_process_memory && p->cpu_usage >= c->min_process_cpu;
 }
@@ -331,7 +318,7 @@ static void scan_processes(NpManager *m, GPtrArray *added, GPtrArray *removed) {
                 memcpy(p->comm, st.comm, sizeof p->comm);
                 p->seen = true;
 
-                bool excluded = pid_in(m->excluded, p) || id_listed(m->config->exclude, pid, p->comm);
+                bool excluded = pid_in(m->excluded, p) || np_config_list_match(m->config->exclude, (unsigned) pid, p->comm);
                 if (excluded && p->state == NP_PROC_OBSERVED)
                         p->state = NP_PROC_EXCLUDED;
                 else if (!excluded && p->state == NP_PROC_EXCLUDED)
