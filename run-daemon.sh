@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Install what numaplaced needs, build it, and run it in the foreground on
 # this machine with the shipped configuration, on the system bus (a system
 # dbus-daemon is started first if none is running). Run as root.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* numaplaced: parse options, preflight with clear errors, run the loop. */
 #include <errno.h>
 #include <locale.h>
@@ -6,9 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "np-advise.h"
+#include "np-status.h"
 #include "np-build-config.h"
 #include "np-config.h"
 #include "np-log.h"
+#include "np-daemon.h"
 #include "np-manager.h"
 #include "np-migrate-plan.h"
 #include "np-sysroot.h"
@@ -19,6 +23,9 @@ static char *opt_log_level;
 static gboolean opt_version;
 static gboolean opt_once;
 static gboolean opt_plan;
+static char *opt_advise;
+static gboolean opt_status;
+static gboolean opt_json;
 static char **opt_args;
 
 static const GOptionEntry entries[] = {
@@ -34,6 +41,15 @@ static const GOptionEntry entries[] = {
           "Print the migration plan from node list FROM to node list TO (one 'source -> destination' pair a "
           "line, honouring SkipOverlappingNodes=) and exit",
           NULL },
+        { "advise", 0, 0, G_OPTION_ARG_STRING, &opt_advise,
+          "Print the best node list for a job of CPUS CPUs and MB MiB, as numad -w does (asks the running daemon, "
+          "or samples the machine when none runs) and exit",
+          "CPUS[:MB]" },
+        { "status", 0, 0, G_OPTION_ARG_NONE, &opt_status,
+          "Print what the running daemon sees, like numastat -p: memory per node, locality, target and state of "
+          "each significant or managed process, and each node (no root needed) and exit",
+          NULL },
+        { "json", 0, 0, G_OPTION_ARG_NONE, &opt_json, "With --status: print JSON", NULL },
         { "version", 'V', 0, G_OPTION_ARG_NONE, &opt_version, "Print the version and exit", NULL },
         { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_args, NULL, "[FROM TO]" },
         { NULL, 0, 0, 0, NULL, NULL, NULL },
@@ -77,6 +93,11 @@ static int run_once(NpManager *m) {
 
 int main(int argc, char *argv[]) {
         setlocale(LC_ALL, "");
+        /* Installed as "numad" (-Dnumad_compat=true): libvirt's numad -w. */
+        g_autofree char *self = g_path_get_basename(argv[0]);
+        if (g_str_equal(self, "numad"))
+                return np_numad_compat_main(argc, argv, NP_CONFIG_FILE);
+
         g_autoptr(GOptionContext) ctx = g_option_context_new("- keep processes close to their memory on NUMA machines");
         g_option_context_add_main_entries(ctx, entries, NULL);
         g_option_context_set_description(ctx, "See numaplaced(8), numaplaced.conf(5) and org.numaplaced1(5).");
@@ -94,6 +115,13 @@ int main(int argc, char *argv[]) {
                 return 2;
         }
 
+        if (opt_json && !opt_status) {
+                fprintf(stderr, "numaplaced: --json goes with --status\n");
+                return 2;
+        }
+        if (opt_status)
+                return np_status_main(opt_json);
+
         const char *root = opt_root ? opt_root : getenv("NUMAPLACED_ROOT");
         if (root && *root) {
                 if (!g_file_test(root, G_FILE_TEST_IS_DIR)) {
@@ -102,6 +130,8 @@ int main(int argc, char *argv[]) {
                 }
                 np_sysroot_set(root);
         }
+        if (opt_advise)
+                return np_advise_main(opt_advise, opt_config ? opt_config : NP_CONFIG_FILE);
 
         const char *config_file = opt_config ? opt_config : NP_CONFIG_FILE;
         NpConfig *config = NULL;
@@ -137,10 +167,11 @@ int main(int argc, char *argv[]) {
                 return run_once(m);
         }
 
-        /* In both modes: the backend also recovers what a crashed instance
-         * left (its state file). Advise mode only never places on its own. */
+        /* In both modes: setting up the backend also recovers what a crashed
+         * instance left (its state file), and Place() works in both; only
+         * the daemon's own policy is off in advise mode. */
         np_manager_setup_backend(m);
-        int r = np_manager_run(m);
+        int r = np_daemon_run(m);
         if (r < 0) {
                 log_error("Exiting: %s", g_strerror(-r));
                 return 1;

@@ -1,8 +1,13 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 /*
- * Shared between np-backend.c (common part: creation, auto choice, state
- * file, dispatch) and the two mechanisms np-backend-cpuset.c and
- * np-backend-affinity.c. Not for other modules.
+ * Inside the backends: the operations table every mechanism provides, the
+ * backend object the dispatcher (np-backend.c) owns, and the helpers every
+ * mechanism uses (np-backend-util.c). Not for other modules.
+ *
+ * Layers: np-backend.c (dispatcher) -> np-backend-<mechanism>.c -> np-backend-util.c
+ * -> np-state.c. A mechanism never calls the dispatcher, and the dispatcher
+ * knows the mechanisms only through the table in np-backend.c, never by name.
  *
  * The backend acts on the real machine: it reads the real /proc (plain
  * paths, never the np-sysroot prefix, which is for reading fixture trees)
@@ -15,36 +20,94 @@
 #include "np-backend.h"
 #include "np-state.h"
 
-#define NP_CGROUP_NAME_DEFAULT "numaplaced"
 /* How many times the thread list is re-read while threads keep appearing. */
 #define NP_MOVE_MAX_PASSES 32
 
-typedef enum {
-        NP_CGROUP_NONE,
-        NP_CGROUP_V1,  /* a cgroup v1 hierarchy with the cpuset controller */
-        NP_CGROUP_V2,  /* a cgroup2 mount offering the cpuset controller */
-} NpCgroupMode;
+typedef struct NpMechanism NpMechanism;
+
+/*
+ * One mechanism: a const table of operations. Every function gets the
+ * backend (for the state file and the helpers below) and its own mechanism
+ * slot (m->data is what probe() set up). Processes are NpStateProcess records
+ * of the backend's state: the dispatcher creates the record (pid, starttime,
+ * kind, nodes, cpus, the leader's original affinity) and saves it before
+ * calling confine(); a mechanism adds what it needs (container, original
+ * container, per-thread originals, or its own keys in p->extra) and saves
+ * the state again before it changes anything.
+ */
+typedef struct {
+        NpBackendKind kind;
+        const char *name; /* "cpuset", "affinity": the Backend= value */
+
+        /* Find out whether the mechanism can place processes here and set up
+         * m->data. Called once for every mechanism when the backend is
+         * created (recovery needs every mechanism that can put a record
+         * back). 0 when it can place; a negative errno and *why (allocated,
+         * in words for the log) when it cannot. m->data may be set either
+         * way (a mechanism that cannot place may still clean up). */
+        int (*probe)(NpBackend *b, NpMechanism *m, char **why);
+        /* Free m->data (may be NULL). */
+        void (*free_data)(void *data);
+
+        /* Where the mechanism's containers live, for the log and the state
+         * file's Hierarchy= (NULL when it has none), and a variant for its
+         * CgroupMode= ("v1", "v2" or NULL). */
+        const char *(*root)(const NpMechanism *m);
+        const char *(*variant)(const NpMechanism *m);
+
+        /* The daemon container for a node set (stored in p->cgroup), or NULL
+         * when the mechanism has none. Caller frees. */
+        char *(*container_for)(const NpMechanism *m, const NpMask *nodes);
+
+        /* Record the leader's original container in p (new record). 0,
+         * -ESRCH when the process is gone, or another negative errno. May be
+         * NULL. */
+        int (*record)(NpBackend *b, NpMechanism *m, NpStateProcess *p);
+
+        /* Confine every thread of p to p->cpus (and, where the mechanism can
+         * do so without the kernel moving pages, to p->nodes). The memory is
+         * migrated after this returns 0, then finish() is called. 0, -ESRCH
+         * when the process went away, or another negative errno with *error
+         * set. On failure the dispatcher calls restore() and forgets p. */
+        int (*confine)(NpBackend *b, NpMechanism *m, NpStateProcess *p, GError **error);
+        /* After the migration: complete the confinement (e.g. narrow the
+         * memory nodes, which on cgroup v2 makes the kernel move what the
+         * plan left outside them). May be NULL. Same returns as confine(). */
+        int (*finish)(NpBackend *b, NpMechanism *m, NpStateProcess *p, GError **error);
+        /* Put every live thread of p back as recorded. The identity was
+         * checked by the caller. 0 or the first error (logged). */
+        int (*restore)(NpBackend *b, NpMechanism *m, const NpStateProcess *p);
+        /* A record that held `container` was forgotten: remove the container
+         * when nothing is left in it. May be NULL. */
+        void (*cleanup)(NpBackend *b, NpMechanism *m, const char *container);
+        /* Remove everything of the daemon's that is left (after release-all
+         * and after recovery). 0 or a negative errno (logged). May be NULL. */
+        int (*remove_all)(NpBackend *b, NpMechanism *m);
+} NpBackendOps;
+
+struct NpMechanism {
+        const NpBackendOps *ops;
+        void *data; /* the mechanism's own, from probe() */
+        bool usable; /* probe() returned 0 */
+        char *why; /* why not, when !usable */
+};
 
 struct NpBackend {
-        NpBackendKind kind;         /* CPUSET or AFFINITY, never AUTO */
+        NpMechanism *mechs; /* one per entry of the dispatcher's table */
+        guint n_mechs;
+        NpMechanism *active; /* the one that places (Backend= or auto) */
         char *runtime_dir;
         char *state_file;
         NpState *state;
-
-        /* cpuset: filled by np_cpuset_detect() whenever a usable cpuset
-         * hierarchy exists (also for the affinity backend, so recovery can
-         * remove cgroups a previous cpuset run left). */
-        NpCgroupMode mode;
-        char *mount;                /* mount point of the cpuset hierarchy */
-        char *cgroup_name;          /* "numaplaced" */
-        char *hierarchy;            /* <mount>/<cgroup_name> */
-        bool libcgroup_ready;       /* cgroup_init() succeeded (v1) */
+        char *cgroup_name; /* directory name for daemon cgroups ("numaplaced") */
 };
 
-/* ---- /proc helpers (np-backend.c) ---- */
+#define NP_CGROUP_NAME_DEFAULT "numaplaced"
+
+/* ---- helpers every mechanism may use (np-backend-util.c) ---- */
 
 /* starttime (field 22 of /proc/PID/stat) of a live process; -ESRCH when it
- * does not exist or is a zombie. */
+ * does not exist or is a zombie whose threads are all gone. */
 int np_proc_starttime(pid_t pid, uint64_t *starttime);
 /* Is (pid, starttime) still the same live process? */
 bool np_proc_alive(pid_t pid, uint64_t starttime);
@@ -57,20 +120,22 @@ char *np_proc_comm(pid_t pid);
 int np_thread_get_affinity(pid_t tid, NpMask **out);
 int np_thread_set_affinity(pid_t tid, const NpMask *cpus);
 
-/* Save the state file; on failure *error names the file. 0 or -errno. */
+/* Save the state file (with the active mechanism's root and variant in its
+ * header); on failure *error names the file. 0 or -errno. */
 int np_backend_save_state(NpBackend *b, GError **error);
 
-/* How one backend moves one thread, for np_backend_move_threads(). */
+/* How one mechanism moves one thread, for np_backend_move_threads(). `data`
+ * is the mechanism's m->data. */
 typedef struct {
         /* After the first pass: is tid already where it should be (born from
          * a moved thread)? A thread that cannot be read counts as placed. */
-        bool (*placed)(NpBackend *b, const NpStateProcess *p, pid_t tid);
+        bool (*placed)(void *data, const NpStateProcess *p, pid_t tid);
         /* Record tid's original placement in p; true when something new was
          * recorded (the state file is then saved before any move). */
-        bool (*record)(NpBackend *b, NpStateProcess *p, pid_t tid);
+        bool (*record)(void *data, NpStateProcess *p, pid_t tid);
         /* Move tid: 0, -ESRCH when the thread exited, or another negative
          * errno with *error set naming the thread and the target. */
-        int (*move)(NpBackend *b, NpStateProcess *p, pid_t tid, GError **error);
+        int (*move)(void *data, NpStateProcess *p, pid_t tid, GError **error);
 } NpThreadMover;
 
 /*
@@ -82,38 +147,15 @@ typedef struct {
  * -EAGAIN (with *error) when threads kept appearing for NP_MOVE_MAX_PASSES
  * passes; or a move's error.
  */
-int np_backend_move_threads(NpBackend *b, NpStateProcess *p, const NpThreadMover *ops, GError **error);
+int np_backend_move_threads(NpBackend *b, void *data, NpStateProcess *p, const NpThreadMover *ops, GError **error);
 
-/* ---- cpuset (np-backend-cpuset.c) ---- */
+/* Give every live thread of p its recorded affinity back (threads not
+ * recorded get the leader's original). Errors other than a vanished thread
+ * are logged; with `warn` false they are logged at debug level only (a
+ * cpuset restore resets affinities anyway). 0 or the first error. */
+int np_backend_restore_affinity(const NpStateProcess *p, bool warn);
 
-/* Find a cpuset hierarchy (see np-backend-cpuset.c for the rules) and
- * fill b->mode/mount/hierarchy. 0, or -ENOENT when there is none,
- * -EROFS/-EACCES when it is not writable, -EBUSY on a cgroup v2 host
- * managed by systemd (single-writer rule); *why says so in words. */
-int np_cpuset_detect(NpBackend *b, char **why);
-/* Daemon cgroup for the node set, relative to the mount ("/numaplaced/nodes-0"). */
-char *np_cpuset_cgroup_for(const NpBackend *b, const NpMask *nodes);
-/* The cgroup of a thread in this hierarchy (relative path). 0 or -ESRCH. */
-int np_cpuset_current(const NpBackend *b, pid_t tid, char **out);
-/* Confine the recorded process p (p->nodes, p->cpus, p->cgroup set and
- * saved) and call migrate. Records every thread's originals before moving
- * it. 0 or negative errno with *error set. */
-int np_cpuset_place(NpBackend *b, NpStateProcess *p, NpMigrateFn migrate, void *userdata,
-                    GError **error);
-/* Put every live thread of p back in its original cgroup and affinity.
- * The caller has checked the identity. 0 or the first error. */
-int np_cpuset_restore(NpBackend *b, const NpStateProcess *p);
-/* Remove a daemon cgroup (relative path) when it holds no task. 0,
- * -EBUSY when tasks remain, or another -errno. Absent is 0. */
-int np_cpuset_remove_if_empty(NpBackend *b, const char *cgroup);
-/* Remove the whole daemon hierarchy; tasks still inside (not placed by
- * the daemon or not released) go to the hierarchy's parent. 0 or -errno. */
-int np_cpuset_remove_all(NpBackend *b);
+/* ---- the mechanisms (one table each, listed in np-backend.c) ---- */
 
-/* ---- affinity (np-backend-affinity.c) ---- */
-
-int np_affinity_place(NpBackend *b, NpStateProcess *p, NpMigrateFn migrate, void *userdata,
-                      GError **error);
-/* Give every live thread of p its original affinity back (threads not
- * recorded get the leader's original). 0 or the first error. */
-int np_affinity_restore(NpBackend *b, const NpStateProcess *p);
+extern const NpBackendOps np_backend_cpuset_ops;
+extern const NpBackendOps np_backend_affinity_ops;

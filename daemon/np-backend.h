@@ -1,6 +1,9 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 /*
- * Confinement backends: how a placement is enforced.
+ * Confinement backends: how a placement is enforced. Each mechanism is a
+ * const table of operations (np-backend-private.h) in its own file; this
+ * API dispatches to the one in force and never names one.
  *   cpuset   - libcgroup, a daemon-owned hierarchy: on cgroup v1
  *              <cpuset mount>/numaplaced/, on a cgroup v2 machine without
  *              systemd a subtree the daemon owns. One child per target node
@@ -31,18 +34,19 @@ typedef struct NpBackend NpBackend;
 typedef int (*NpMigrateFn)(pid_t pid, void *userdata);
 
 /*
- * Create the backend of `kind` (NP_BACKEND_AUTO picks: cpuset when a cpuset
- * hierarchy is mounted and writable, else affinity). `runtime_dir` holds the
- * state file. If a state file from an earlier run exists it is recovered
- * first: tasks still alive are put back and the daemon's cpusets removed.
+ * Create the backend of `kind` (NP_BACKEND_AUTO picks the first mechanism
+ * that works here, in the order cpuset (a cpuset hierarchy is mounted and
+ * writable), affinity). `runtime_dir` holds the state file. If a state file
+ * from an earlier run exists it is recovered first: each record is put back
+ * by the mechanism that wrote it (when that one works here) and every
+ * mechanism removes what it left (the daemon's cpusets).
  * Returns NULL with *error set when the backend cannot work here.
  */
 NpBackend *np_backend_new(NpBackendKind kind, const char *runtime_dir, GError **error);
 /* The same with another name for the daemon's cgroup directory (NULL =
  * "numaplaced"); for tests, so they never touch a running daemon's cgroups.
- * NP_BACKEND_SYSTEMD is not handled here (NULL, G_FILE_ERROR_NOSYS). */
-NpBackend *np_backend_new_full(NpBackendKind kind, const char *runtime_dir, const char *cgroup_name,
-                               GError **error);
+ * A kind no mechanism implements gives NULL with G_FILE_ERROR_NOSYS. */
+NpBackend *np_backend_new_full(NpBackendKind kind, const char *runtime_dir, const char *cgroup_name, GError **error);
 /* Frees memory only: held processes stay where they are and the state file
  * stays, so the next np_backend_new() on the same runtime_dir recovers them
  * (this is what a crash looks like). Call np_backend_release_all() first
@@ -50,30 +54,54 @@ NpBackend *np_backend_new_full(NpBackendKind kind, const char *runtime_dir, cons
 void np_backend_free(NpBackend *b);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpBackend, np_backend_free)
 
-/* "cpuset", "affinity" (the one in force, never "auto"). */
+/* The name of the mechanism in force ("cpuset", "affinity"; never "auto"). */
 const char *np_backend_name(const NpBackend *b);
 NpBackendKind np_backend_kind(const NpBackend *b);
-/* cpuset backend: absolute path of the daemon's cgroup directory (e.g.
- * "/sys/fs/cgroup/cpuset/numaplaced"); NULL for the affinity backend. */
+/* Where the mechanism in force keeps its containers, e.g. the daemon's
+ * cgroup directory "/sys/fs/cgroup/cpuset/numaplaced"; NULL when it has
+ * none (affinity). */
 const char *np_backend_cgroup_hierarchy(const NpBackend *b);
 
 /*
  * Confine pid (all its threads) to `nodes` with the CPUs `cpus` (the caller
- * has removed ReservedCPUs), calling migrate(pid, userdata) at the right
- * moment (may be NULL). The original placement is recorded first. The
- * process identity is (pid, starttime) so a reused pid is never touched on
- * release. Returns 0, -ESRCH when the process went away (nothing is left
- * behind), or another negative errno with *error set naming pid and nodes.
- * On any failure every thread moved so far is put back and the process is
- * not held afterwards (also when it was held before). A migrate() failure
- * other than -ESRCH does not undo the confinement: it is logged and place
- * returns 0 (the callback owner has the details). Placing a held process
- * again moves it to the new nodes and keeps its original placement.
- * The cpuset child is named after the node set: "numaplaced/nodes-3-4",
- * "numaplaced/nodes-1_3" (list commas become '_').
+ * has removed ReservedCPUs), in two steps around the migration of its
+ * memory, which the caller does in between (see np-mover.h):
+ *
+ *   np_backend_confine()  records the original placement (state file saved
+ *                         first), then confines the CPUs (and, where that
+ *                         moves no page, the memory nodes);
+ *   ... the caller migrates the memory with its own plan ...
+ *   np_backend_finish()   completes the confinement (cgroup v2: narrows the
+ *                         memory nodes, and the kernel moves what the plan
+ *                         left outside them) and removes a container the
+ *                         process left;
+ *   np_backend_abort()    instead of finish, when the move was abandoned:
+ *                         puts the process back and forgets it.
+ *
+ * The process identity is (pid, starttime), so a reused pid is never
+ * touched on release. confine and finish return 0, -ESRCH when the process
+ * went away (nothing is left behind), or another negative errno with *error
+ * set naming pid and nodes. On any failure every thread moved so far is put
+ * back and the process is not held afterwards (also when it was held
+ * before). Confining a held process again moves it to the new nodes and
+ * keeps its original placement. The cpuset child is named after the node
+ * set: "numaplaced/nodes-3-4", "numaplaced/nodes-1_3" (list commas become
+ * '_').
  */
-int np_backend_place(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *nodes,
-                     const NpMask *cpus, NpMigrateFn migrate, void *userdata, GError **error);
+int np_backend_confine(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *nodes, const NpMask *cpus,
+                       GError **error);
+int np_backend_finish(NpBackend *b, pid_t pid, uint64_t starttime, GError **error);
+/* 0, or -ENOENT when (pid, starttime) is not held. */
+int np_backend_abort(NpBackend *b, pid_t pid, uint64_t starttime);
+
+/*
+ * The three steps in one call, with migrate(pid, userdata) between them
+ * (may be NULL): for callers that migrate synchronously (tests, tools). A
+ * migrate() failure other than -ESRCH does not undo the confinement: it is
+ * logged and place goes on; -ESRCH undoes it and is returned.
+ */
+int np_backend_place(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *nodes, const NpMask *cpus,
+                     NpMigrateFn migrate, void *userdata, GError **error);
 
 /* Put pid back where it was (original cpuset / affinity of each thread) and
  * forget it; remove cpusets that became empty. 0, or -ENOENT when not held. */

@@ -1,16 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* D-Bus glue: see np-bus.h. */
 #include "np-bus.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "np-build-config.h"
+#include "np-cleanup.h"
 #include "np-log.h"
+#include "np-manager-actions.h"
 #include "np-migrate-plan.h"
+#include "np-place.h"
+#include "np-placer.h"
 
-#define NP_BUS_ERROR_PREFIX "org.numaplaced1.Error."
+struct NpBus {
+        sd_bus *bus;
+        NpManager *m;
+        sd_event_source *post;
+        GHashTable *published; /* pid -> starttime of the Process objects announced */
+        NpMask *nodes; /* Node objects announced */
+};
+
+#define MGR(userdata) (((NpBus *) (userdata))->m)
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -28,18 +41,18 @@ static int parse_id_suffix(const char *path, const char *prefix, unsigned *out) 
         return 0;
 }
 
-static NpNode *node_from_path(NpManager *m, const char *path) {
+static NpNode *node_from_path(NpBus *b, const char *path) {
         unsigned id;
         if (parse_id_suffix(path, NP_BUS_NODE_PREFIX, &id) < 0)
                 return NULL;
-        return np_topology_node(m->topology, id);
+        return np_topology_node(b->m->topology, id);
 }
 
-static NpProcess *process_from_path(NpManager *m, const char *path) {
+static NpProcess *process_from_path(NpBus *b, const char *path) {
         unsigned pid;
-        if (parse_id_suffix(path, NP_BUS_PROCESS_PREFIX, &pid) < 0)
+        if (parse_id_suffix(path, NP_BUS_PROCESS_PREFIX, &pid) < 0 || pid > INT32_MAX)
                 return NULL;
-        NpProcess *p = np_manager_process(m, (int) pid);
+        NpProcess *p = np_manager_process(b->m, (int) pid);
         return p && p->significant ? p : NULL;
 }
 
@@ -60,7 +73,7 @@ static int read_mask(sd_bus_message *msg, NpMask **out) {
                 return r;
         NpMask *mask = np_mask_new();
         for (size_t i = 0; i < size / sizeof(guint32); i++) {
-                if (ids[i] > NP_MASK_MAX_ID) {
+                if (ids[i] > NP_NODE_MAX_ID) {
                         np_mask_free(mask);
                         return -ERANGE;
                 }
@@ -70,38 +83,31 @@ static int read_mask(sd_bus_message *msg, NpMask **out) {
         return 0;
 }
 
+/* The InvalidArgs reply for a node list read_mask() refused. */
+static int bad_node_list(sd_bus_error *ret, int r, const char *expected) {
+        if (r == -ERANGE)
+                return sd_bus_error_setf(ret, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Node ids above %u do not exist on any Linux kernel", NP_NODE_MAX_ID);
+        return sd_bus_error_setf(ret, SD_BUS_ERROR_INVALID_ARGS, "Expected %s: %s", expected, strerror(-r));
+}
+
+static const char *utf8_or(const char *s, const char *fallback) {
+        return g_utf8_validate(s, -1, NULL) ? s : fallback;
+}
+
 int np_bus_error_from_gerror(sd_bus_error *ret, const GError *e) {
-        static const struct {
-                int code;
-                const char *name;
-                int err;
-        } map[] = {
-                { NP_ERROR_INVALID_ARGS, SD_BUS_ERROR_INVALID_ARGS, EINVAL },
-                { NP_ERROR_NO_SUCH_PROCESS, NP_BUS_ERROR_PREFIX "NoSuchProcess", ESRCH },
-                { NP_ERROR_NO_SUCH_NODE, NP_BUS_ERROR_PREFIX "NoSuchNode", ENOENT },
-                { NP_ERROR_CONFIG_INVALID, NP_BUS_ERROR_PREFIX "ConfigInvalid", EINVAL },
-                { NP_ERROR_NOT_SUPPORTED, NP_BUS_ERROR_PREFIX "NotSupported", EOPNOTSUPP },
-                { NP_ERROR_MIGRATION_FAILED, NP_BUS_ERROR_PREFIX "MigrationFailed", EIO },
-        };
-        const char *name = NP_BUS_ERROR_PREFIX "Failed";
-        int err = EIO;
-        for (size_t i = 0; e && e->domain == NP_ERROR && i < G_N_ELEMENTS(map); i++)
-                if (map[i].code == e->code) {
-                        name = map[i].name;
-                        err = map[i].err;
-                }
-        sd_bus_error_set(ret, name, e ? e->message : "Failed");
-        return -err;
+        int code = e && e->domain == NP_ERROR ? e->code : NP_ERROR_FAILED;
+        sd_bus_error_set(ret, np_error_dbus_name(code), e ? e->message : "Failed");
+        return -np_error_errno(code);
 }
 
 /* Methods that change state are for root only (the policy file says so too). */
 static int check_root(sd_bus_message *msg, sd_bus_error *ret) {
-        sd_bus_creds *creds = NULL;
+        g_autoptr(sd_bus_creds) creds = NULL;
         uid_t euid;
         int r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &creds);
         if (r >= 0)
                 r = sd_bus_creds_get_euid(creds, &euid);
-        sd_bus_creds_unref(creds);
         if (r < 0)
                 return sd_bus_error_set_errnof(ret, r, "Cannot determine the caller's credentials: %s", strerror(-r));
         if (euid != 0) {
@@ -118,62 +124,58 @@ static int check_root(sd_bus_message *msg, sd_bus_error *ret) {
         static int fn(sd_bus *bus, const char *path, const char *iface, const char *prop, sd_bus_message *reply, \
                       void *userdata, sd_bus_error *ret)
 
+#define U64_GETTER(fn, field) \
+        GETTER(fn) { \
+                return sd_bus_message_append(reply, "t", MGR(userdata)->field); \
+        }
+
 GETTER(get_version) {
         return sd_bus_message_append(reply, "s", NP_VERSION);
 }
 GETTER(get_mode) {
-        NpManager *m = userdata;
-        return sd_bus_message_append(reply, "s", np_mode_to_string(m->config->mode));
+        return sd_bus_message_append(reply, "s", np_mode_to_string(MGR(userdata)->config->mode));
 }
 GETTER(get_backend) {
-        NpManager *m = userdata;
-        return sd_bus_message_append(reply, "s", m->backend_name);
+        return sd_bus_message_append(reply, "s", MGR(userdata)->backend_name);
 }
 GETTER(get_paused) {
-        NpManager *m = userdata;
-        return sd_bus_message_append(reply, "b", (int) m->paused);
+        return sd_bus_message_append(reply, "b", (int) MGR(userdata)->paused);
 }
 GETTER(get_daemon_cpu) {
-        struct rusage ru;
-        getrusage(RUSAGE_SELF, &ru);
-        uint64_t us = (uint64_t) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * G_USEC_PER_SEC +
-                      (uint64_t) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-        return sd_bus_message_append(reply, "t", us);
+        return sd_bus_message_append(reply, "t", np_self_cpu_usec());
 }
 GETTER(get_node_ids) {
-        NpManager *m = userdata;
-        return append_mask(reply, m->topology->online);
+        return append_mask(reply, MGR(userdata)->topology->online);
 }
 GETTER(get_managed) {
-        NpManager *m = userdata;
-        g_autoptr(GArray) a = np_manager_managed_pids(m);
+        g_autoptr(GArray) a = np_manager_managed_pids(MGR(userdata));
         return append_u32_garray(reply, a);
 }
 GETTER(get_numa_balancing) {
-        NpManager *m = userdata;
-        return sd_bus_message_append(reply, "u", m->kernel_numa_balancing);
+        return sd_bus_message_append(reply, "u", MGR(userdata)->kernel_numa_balancing);
 }
 GETTER(get_config_files) {
-        NpManager *m = userdata;
-        return sd_bus_message_append_strv(reply, m->config->files);
+        return sd_bus_message_append_strv(reply, MGR(userdata)->config->files);
 }
 GETTER(get_config_error) {
-        NpManager *m = userdata;
-        return sd_bus_message_append(reply, "s", m->config_error);
+        return sd_bus_message_append(reply, "s", MGR(userdata)->config_error);
 }
-
-#define U64_PROP(name, field)                                                     \
-        SD_BUS_PROPERTY(name, "t", NULL, offsetof(NpManager, field), SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE)
+U64_GETTER(get_scan_interval, scan_interval_usec)
+U64_GETTER(get_scans, scans)
+U64_GETTER(get_last_scan, last_scan_usec)
+U64_GETTER(get_last_scan_duration, last_scan_duration_usec)
+U64_GETTER(get_migrated_bytes, migrated_bytes)
+U64_GETTER(get_migration_calls, migration_calls)
+U64_GETTER(get_migration_failed_pages, migration_failed_pages)
 
 /* ---- Manager methods ---------------------------------------------------- */
 
 static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *ret) {
-        NpManager *m = userdata;
         int r = check_root(msg, ret);
         if (r < 0)
                 return r;
         g_autoptr(GError) e = NULL;
-        if (np_manager_reload(m, &e) < 0)
+        if (np_manager_reload(MGR(userdata), &e) < 0)
                 return np_bus_error_from_gerror(ret, e);
         return sd_bus_reply_method_return(msg, NULL);
 }
@@ -182,7 +184,7 @@ static int method_pause(sd_bus_message *msg, void *userdata, sd_bus_error *ret) 
         int r = check_root(msg, ret);
         if (r < 0)
                 return r;
-        np_manager_pause(userdata, true);
+        np_manager_pause(MGR(userdata), true);
         return sd_bus_reply_method_return(msg, NULL);
 }
 
@@ -190,29 +192,28 @@ static int method_resume(sd_bus_message *msg, void *userdata, sd_bus_error *ret)
         int r = check_root(msg, ret);
         if (r < 0)
                 return r;
-        np_manager_pause(userdata, false);
+        np_manager_pause(MGR(userdata), false);
         return sd_bus_reply_method_return(msg, NULL);
 }
 
 static int method_dump(sd_bus_message *msg, void *userdata, sd_bus_error *ret) {
-        g_autofree char *s = np_manager_dump(userdata);
+        g_autofree char *s = np_manager_dump(MGR(userdata));
         return sd_bus_reply_method_return(msg, "s", s);
 }
 
 static int method_plan(sd_bus_message *msg, void *userdata, sd_bus_error *ret) {
-        NpManager *m = userdata;
+        NpManager *m = MGR(userdata);
         g_autoptr(NpMask) from = NULL;
         g_autoptr(NpMask) to = NULL;
         int r = read_mask(msg, &from);
         if (r >= 0)
                 r = read_mask(msg, &to);
         if (r < 0)
-                return sd_bus_error_setf(ret, SD_BUS_ERROR_INVALID_ARGS, "Expected two node lists (au, au): %s",
-                                         strerror(-r));
+                return bad_node_list(ret, r, "two node lists (au, au)");
         if (np_mask_empty(to))
                 return sd_bus_error_set(ret, SD_BUS_ERROR_INVALID_ARGS, "The target node list is empty");
         g_autoptr(GArray) plan = np_plan_migration(from, to, m->config->skip_overlapping_nodes);
-        sd_bus_message *reply = NULL;
+        g_autoptr(sd_bus_message) reply = NULL;
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "(uu)");
@@ -224,12 +225,50 @@ static int method_plan(sd_bus_message *msg, void *userdata, sd_bus_error *ret) {
                 r = sd_bus_message_close_container(reply);
         if (r >= 0)
                 r = sd_bus_send(NULL, reply, NULL);
-        sd_bus_message_unref(reply);
         return r;
 }
 
+/* Advise(d cpus, t bytes) -> au nodes: open to everyone, like Dump(). */
+static int method_advise(sd_bus_message *msg, void *userdata, sd_bus_error *ret) {
+        double cpus;
+        uint64_t bytes;
+        int r = sd_bus_message_read(msg, "dt", &cpus, &bytes);
+        if (r < 0)
+                return sd_bus_error_setf(ret, SD_BUS_ERROR_INVALID_ARGS, "Expected CPUs and bytes (d, t): %s",
+                                         strerror(-r));
+        g_autoptr(GError) e = NULL;
+        g_autoptr(NpMask) nodes = np_placer_advise(MGR(userdata), cpus, bytes, NULL, &e);
+        if (!nodes)
+                return np_bus_error_from_gerror(ret, e);
+        g_autoptr(sd_bus_message) reply = NULL;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = append_mask(reply, nodes);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        return r;
+}
+
+/* Place() replies when its move has ended: this is the placement's done
+ * callback, with the method call kept referenced until then. */
+static void place_done(NpManager *m, int pid, uint64_t moved_bytes, const GError *error, void *userdata) {
+        g_autoptr(sd_bus_message) msg = userdata;
+        int r;
+
+        if (error) {
+                sd_bus_error err = SD_BUS_ERROR_NULL;
+                np_bus_error_from_gerror(&err, error);
+                r = sd_bus_reply_method_error(msg, &err);
+                sd_bus_error_free(&err);
+        } else {
+                r = sd_bus_reply_method_return(msg, "t", moved_bytes);
+        }
+        if (r < 0)
+                log_debug("Cannot reply to Place(%d) (the caller may have gone): %s", pid, strerror(-r));
+}
+
 static int method_place(sd_bus_message *msg, void *userdata, sd_bus_error *ret) {
-        NpManager *m = userdata;
+        NpManager *m = MGR(userdata);
         int r = check_root(msg, ret);
         if (r < 0)
                 return r;
@@ -239,15 +278,16 @@ static int method_place(sd_bus_message *msg, void *userdata, sd_bus_error *ret) 
         if (r >= 0)
                 r = read_mask(msg, &nodes);
         if (r < 0)
-                return sd_bus_error_setf(ret, SD_BUS_ERROR_INVALID_ARGS, "Expected a PID and a node list (u, au): %s",
-                                         strerror(-r));
+                return bad_node_list(ret, r, "a PID and a node list (u, au)");
         if (pid == 0 || pid > INT32_MAX)
                 return sd_bus_error_setf(ret, SD_BUS_ERROR_INVALID_ARGS, "Invalid PID %u", pid);
         g_autoptr(GError) e = NULL;
-        uint64_t moved = 0;
-        if (np_manager_place(m, (int) pid, nodes, &moved, &e) < 0)
+        sd_bus_message_ref(msg);
+        if (np_place_submit(m, (int) pid, nodes, NP_PLACE_MANUAL, place_done, msg, &e) < 0) {
+                sd_bus_message_unref(msg);
                 return np_bus_error_from_gerror(ret, e);
-        return sd_bus_reply_method_return(msg, "t", moved);
+        }
+        return 1; /* the reply comes from place_done() */
 }
 
 typedef int (*PidAction)(NpManager *m, int pid, GError **error);
@@ -269,49 +309,49 @@ static int pid_method(sd_bus_message *msg, NpManager *m, sd_bus_error *ret, PidA
 }
 
 static int method_include(sd_bus_message *msg, void *userdata, sd_bus_error *ret) {
-        return pid_method(msg, userdata, ret, np_manager_include);
+        return pid_method(msg, MGR(userdata), ret, np_manager_include);
 }
 static int method_exclude(sd_bus_message *msg, void *userdata, sd_bus_error *ret) {
-        return pid_method(msg, userdata, ret, np_manager_exclude);
+        return pid_method(msg, MGR(userdata), ret, np_manager_exclude);
 }
 static int method_forget(sd_bus_message *msg, void *userdata, sd_bus_error *ret) {
-        return pid_method(msg, userdata, ret, np_manager_forget);
+        return pid_method(msg, MGR(userdata), ret, np_manager_forget);
 }
+
+#define EMITS SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE
 
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Version", "s", get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("Mode", "s", get_mode, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Mode", "s", get_mode, 0, EMITS),
         SD_BUS_PROPERTY("Backend", "s", get_backend, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("Paused", "b", get_paused, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        U64_PROP("ScanIntervalUSec", scan_interval_usec),
-        U64_PROP("Scans", scans),
-        U64_PROP("LastScanTimestamp", last_scan_usec),
-        U64_PROP("LastScanDurationUSec", last_scan_duration_usec),
+        SD_BUS_PROPERTY("Paused", "b", get_paused, 0, EMITS),
+        SD_BUS_PROPERTY("ScanIntervalUSec", "t", get_scan_interval, 0, EMITS),
+        SD_BUS_PROPERTY("Scans", "t", get_scans, 0, EMITS),
+        SD_BUS_PROPERTY("LastScanTimestamp", "t", get_last_scan, 0, EMITS),
+        SD_BUS_PROPERTY("LastScanDurationUSec", "t", get_last_scan_duration, 0, EMITS),
         SD_BUS_PROPERTY("DaemonCPUUSec", "t", get_daemon_cpu, 0, SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION),
-        SD_BUS_PROPERTY("NodeIds", "au", get_node_ids, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("ManagedProcesses", "au", get_managed, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        U64_PROP("MigratedBytes", migrated_bytes),
-        U64_PROP("MigrationCalls", migration_calls),
-        U64_PROP("MigrationFailedPages", migration_failed_pages),
-        SD_BUS_PROPERTY("KernelNumaBalancing", "u", get_numa_balancing, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("ConfigFiles", "as", get_config_files, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("ConfigError", "s", get_config_error, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("NodeIds", "au", get_node_ids, 0, EMITS),
+        SD_BUS_PROPERTY("ManagedProcesses", "au", get_managed, 0, EMITS),
+        SD_BUS_PROPERTY("MigratedBytes", "t", get_migrated_bytes, 0, EMITS),
+        SD_BUS_PROPERTY("MigrationCalls", "t", get_migration_calls, 0, EMITS),
+        SD_BUS_PROPERTY("MigrationFailedPages", "t", get_migration_failed_pages, 0, EMITS),
+        SD_BUS_PROPERTY("KernelNumaBalancing", "u", get_numa_balancing, 0, EMITS),
+        SD_BUS_PROPERTY("ConfigFiles", "as", get_config_files, 0, EMITS),
+        SD_BUS_PROPERTY("ConfigError", "s", get_config_error, 0, EMITS),
         SD_BUS_METHOD("Reload", "", "", method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Pause", "", "", method_pause, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Resume", "", "", method_resume, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("Dump", "", "", "s", SD_BUS_PARAM(state), method_dump,
-                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Dump", "", "", "s", SD_BUS_PARAM(state), method_dump, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("PlanMigration", "auau", SD_BUS_PARAM(from) SD_BUS_PARAM(to), "a(uu)",
                                  SD_BUS_PARAM(pairs), method_plan, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("Place", "uau", SD_BUS_PARAM(pid) SD_BUS_PARAM(nodes), "t",
-                                 SD_BUS_PARAM(moved_bytes), method_place, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("Include", "u", SD_BUS_PARAM(pid), "", "", method_include,
-                                 SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("Exclude", "u", SD_BUS_PARAM(pid), "", "", method_exclude,
-                                 SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("Forget", "u", SD_BUS_PARAM(pid), "", "", method_forget,
-                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Advise", "dt", SD_BUS_PARAM(cpus) SD_BUS_PARAM(bytes), "au", SD_BUS_PARAM(nodes),
+                                 method_advise, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Place", "uau", SD_BUS_PARAM(pid) SD_BUS_PARAM(nodes), "t", SD_BUS_PARAM(moved_bytes),
+                                 method_place, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Include", "u", SD_BUS_PARAM(pid), "", "", method_include, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Exclude", "u", SD_BUS_PARAM(pid), "", "", method_exclude, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Forget", "u", SD_BUS_PARAM(pid), "", "", method_forget, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_NAMES("ProcessPlaced", "usauautt",
                                  SD_BUS_PARAM(pid) SD_BUS_PARAM(comm) SD_BUS_PARAM(from) SD_BUS_PARAM(to)
                                          SD_BUS_PARAM(moved_bytes) SD_BUS_PARAM(usec),
@@ -346,7 +386,7 @@ GETTER(node_mem_total) {
 }
 GETTER(node_mem_free) {
         NpNode *n = node_from_path(userdata, path);
-        const NpNodeSample *s = n ? np_manager_node_sample(userdata, n->id) : NULL;
+        const NpNodeSample *s = n ? np_manager_node_sample(MGR(userdata), n->id) : NULL;
         return n ? sd_bus_message_append(reply, "t", s ? s->mem_free_bytes : (uint64_t) 0) : -ENOENT;
 }
 GETTER(node_capacity) {
@@ -355,14 +395,14 @@ GETTER(node_capacity) {
 }
 GETTER(node_busy) {
         NpNode *n = node_from_path(userdata, path);
-        const NpNodeSample *s = n ? np_manager_node_sample(userdata, n->id) : NULL;
+        const NpNodeSample *s = n ? np_manager_node_sample(MGR(userdata), n->id) : NULL;
         return n ? sd_bus_message_append(reply, "d", s ? s->cpu_busy : 0.0) : -ENOENT;
 }
 GETTER(node_managed) {
         NpNode *n = node_from_path(userdata, path);
         if (!n)
                 return -ENOENT;
-        g_autoptr(GArray) a = np_manager_managed_pids_on(userdata, n->id);
+        g_autoptr(GArray) a = np_manager_managed_pids_on(MGR(userdata), n->id);
         return append_u32_garray(reply, a);
 }
 
@@ -372,10 +412,10 @@ static const sd_bus_vtable node_vtable[] = {
         SD_BUS_PROPERTY("CPUs", "au", node_cpus, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Distances", "a(uu)", node_distances, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("MemoryTotalBytes", "t", node_mem_total, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("MemoryFreeBytes", "t", node_mem_free, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("MemoryFreeBytes", "t", node_mem_free, 0, EMITS),
         SD_BUS_PROPERTY("CPUCapacity", "d", node_capacity, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("CPUBusy", "d", node_busy, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("ManagedProcesses", "au", node_managed, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("CPUBusy", "d", node_busy, 0, EMITS),
+        SD_BUS_PROPERTY("ManagedProcesses", "au", node_managed, 0, EMITS),
         SD_BUS_VTABLE_END,
 };
 
@@ -405,32 +445,33 @@ static int paths_from_ids(const char *prefix, const GArray *ids, char ***out) {
 }
 
 static int node_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***nodes, sd_bus_error *ret) {
-        NpManager *m = userdata;
-        g_autoptr(GArray) ids = np_mask_to_u32_array(m->topology->online);
+        g_autoptr(GArray) ids = np_mask_to_u32_array(MGR(userdata)->topology->online);
         return paths_from_ids(NP_BUS_NODE_PREFIX, ids, nodes);
 }
 
 /* ---- Process objects ---------------------------------------------------- */
 
-#define PROC_GETTER(fn, body)                      \
-        GETTER(fn) {                               \
+#define PROC_GETTER(fn, body) \
+        GETTER(fn) { \
                 NpProcess *p = process_from_path(userdata, path); \
-                if (!p)                            \
-                        return -ENOENT;            \
-                body                               \
+                if (!p) \
+                        return -ENOENT; \
+                body \
         }
 
 PROC_GETTER(proc_pid, return sd_bus_message_append(reply, "u", (uint32_t) p->pid);)
-PROC_GETTER(proc_comm, return sd_bus_message_append(reply, "s", g_utf8_validate(p->comm, -1, NULL) ? p->comm : "?");)
-PROC_GETTER(proc_start, return sd_bus_message_append(reply, "t",
-                                                     p->starttime * G_USEC_PER_SEC / (uint64_t) np_clock_ticks());)
+PROC_GETTER(proc_comm, return sd_bus_message_append(reply, "s", utf8_or(p->comm, "?"));)
+PROC_GETTER(proc_start,
+            return sd_bus_message_append(reply, "t", p->starttime *G_USEC_PER_SEC / (uint64_t) np_clock_ticks());)
 PROC_GETTER(proc_cpu, return sd_bus_message_append(reply, "d", p->cpu_usage);)
-PROC_GETTER(proc_mem, return sd_bus_message_append(reply, "t", p->maps.total_bytes ? p->maps.total_bytes : p->rss_bytes);)
+PROC_GETTER(proc_mem, return sd_bus_message_append(reply, "t", np_process_memory_bytes(p));)
 PROC_GETTER(proc_locality, return sd_bus_message_append(reply, "d", p->locality);)
+PROC_GETTER(proc_locality_ts, return sd_bus_message_append(reply, "t", p->maps_age.read_usec);)
 PROC_GETTER(proc_state, return sd_bus_message_append(reply, "s", np_proc_state_to_string(p->state));)
 PROC_GETTER(proc_placed, return sd_bus_message_append(reply, "t", p->last_placed_usec);)
-PROC_GETTER(proc_cgroup, return sd_bus_message_append(reply, "s", p->cgroup ? p->cgroup : "");)
-PROC_GETTER(proc_unit, return sd_bus_message_append(reply, "s", p->unit ? p->unit : "");)
+PROC_GETTER(proc_cgroup, return sd_bus_message_append(reply, "s", utf8_or(p->cgroup ? p->cgroup : "", ""));)
+PROC_GETTER(proc_decision, return sd_bus_message_append(reply, "s", utf8_or(p->decision ? p->decision : "", ""));)
+PROC_GETTER(proc_unit, return sd_bus_message_append(reply, "s", utf8_or(p->unit ? p->unit : "", ""));)
 PROC_GETTER(proc_target, {
         g_autoptr(NpMask) empty = np_mask_new();
         return append_mask(reply, p->target ? p->target : empty);
@@ -447,17 +488,20 @@ PROC_GETTER(proc_per_node, {
 static const sd_bus_vtable process_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Pid", "u", proc_pid, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("Comm", "s", proc_comm, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Comm", "s", proc_comm, 0, EMITS),
         SD_BUS_PROPERTY("StartTime", "t", proc_start, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("CPUUsage", "d", proc_cpu, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("MemoryBytes", "t", proc_mem, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("MemoryPerNode", "a(ut)", proc_per_node, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("Locality", "d", proc_locality, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("TargetNodes", "au", proc_target, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("State", "s", proc_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("LastPlacedTimestamp", "t", proc_placed, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("Cgroup", "s", proc_cgroup, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("Unit", "s", proc_unit, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("CPUUsage", "d", proc_cpu, 0, EMITS),
+        SD_BUS_PROPERTY("MemoryBytes", "t", proc_mem, 0, EMITS),
+        SD_BUS_PROPERTY("MemoryPerNode", "a(ut)", proc_per_node, 0, EMITS),
+        SD_BUS_PROPERTY("Locality", "d", proc_locality, 0, EMITS),
+        /* not signalled: it moves at every numa_maps read, read it with Locality */
+        SD_BUS_PROPERTY("LocalityTimestamp", "t", proc_locality_ts, 0, 0),
+        SD_BUS_PROPERTY("TargetNodes", "au", proc_target, 0, EMITS),
+        SD_BUS_PROPERTY("State", "s", proc_state, 0, EMITS),
+        SD_BUS_PROPERTY("LastPlacedTimestamp", "t", proc_placed, 0, EMITS),
+        SD_BUS_PROPERTY("Cgroup", "s", proc_cgroup, 0, EMITS),
+        SD_BUS_PROPERTY("Unit", "s", proc_unit, 0, EMITS),
+        SD_BUS_PROPERTY("Decision", "s", proc_decision, 0, EMITS),
         SD_BUS_VTABLE_END,
 };
 
@@ -470,7 +514,7 @@ static int process_find(sd_bus *bus, const char *path, const char *iface, void *
 }
 
 static int process_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***nodes, sd_bus_error *ret) {
-        NpManager *m = userdata;
+        NpManager *m = MGR(userdata);
         g_autoptr(GArray) pids = g_array_new(FALSE, FALSE, sizeof(guint32));
         GHashTableIter it;
         gpointer v;
@@ -483,123 +527,266 @@ static int process_enumerate(sd_bus *bus, const char *prefix, void *userdata, ch
         return paths_from_ids(NP_BUS_PROCESS_PREFIX, pids, nodes);
 }
 
-/* ---- registration and change signals ------------------------------------ */
+/* ---- publishing what changed -------------------------------------------- */
 
-int np_bus_register(NpManager *m) {
-        int r = sd_bus_add_object_vtable(m->bus, NULL, NP_BUS_PATH, NP_BUS_MANAGER_IFACE, manager_vtable, m);
-        if (r >= 0)
-                r = sd_bus_add_fallback_vtable(m->bus, NULL, NP_BUS_NODE_PREFIX, NP_BUS_NODE_IFACE, node_vtable,
-                                               node_find, m);
-        if (r >= 0)
-                r = sd_bus_add_node_enumerator(m->bus, NULL, NP_BUS_NODE_PREFIX, node_enumerate, m);
-        if (r >= 0)
-                r = sd_bus_add_fallback_vtable(m->bus, NULL, NP_BUS_PROCESS_PREFIX, NP_BUS_PROCESS_IFACE,
-                                               process_vtable, process_find, m);
-        if (r >= 0)
-                r = sd_bus_add_node_enumerator(m->bus, NULL, NP_BUS_PROCESS_PREFIX, process_enumerate, m);
-        if (r >= 0)
-                r = sd_bus_add_object_manager(m->bus, NULL, NP_BUS_PATH);
+/* Property names for the bits of a mask, NULL-terminated in names[]. */
+typedef struct {
+        uint32_t bit;
+        const char *name;
+} PropName;
+
+static const PropName manager_props[] = {
+        { NP_MANAGER_MODE, "Mode" },
+        { NP_MANAGER_PAUSED, "Paused" },
+        { NP_MANAGER_SCAN_INTERVAL, "ScanIntervalUSec" },
+        { NP_MANAGER_SCANS, "Scans" },
+        { NP_MANAGER_LAST_SCAN, "LastScanTimestamp" },
+        { NP_MANAGER_LAST_SCAN, "LastScanDurationUSec" },
+        { NP_MANAGER_DAEMON_CPU, "DaemonCPUUSec" },
+        { NP_MANAGER_NODE_IDS, "NodeIds" },
+        { NP_MANAGER_MANAGED, "ManagedProcesses" },
+        { NP_MANAGER_MIGRATION, "MigratedBytes" },
+        { NP_MANAGER_MIGRATION, "MigrationCalls" },
+        { NP_MANAGER_MIGRATION, "MigrationFailedPages" },
+        { NP_MANAGER_NUMA_BALANCING, "KernelNumaBalancing" },
+        { NP_MANAGER_CONFIG, "ConfigFiles" },
+        { NP_MANAGER_CONFIG_ERROR, "ConfigError" },
+};
+
+static const PropName node_props[] = {
+        { NP_NODE_MEMORY_FREE, "MemoryFreeBytes" },
+        { NP_NODE_CPU_BUSY, "CPUBusy" },
+        { NP_NODE_MANAGED, "ManagedProcesses" },
+};
+
+static const PropName process_props[] = {
+        { NP_PROCESS_COMM, "Comm" },
+        { NP_PROCESS_CPU_USAGE, "CPUUsage" },
+        { NP_PROCESS_MEMORY_BYTES, "MemoryBytes" },
+        { NP_PROCESS_MEMORY_PER_NODE, "MemoryPerNode" },
+        { NP_PROCESS_LOCALITY, "Locality" },
+        { NP_PROCESS_TARGET_NODES, "TargetNodes" },
+        { NP_PROCESS_STATE, "State" },
+        { NP_PROCESS_LAST_PLACED, "LastPlacedTimestamp" },
+        { NP_PROCESS_CGROUP, "Cgroup" },
+        { NP_PROCESS_UNIT, "Unit" },
+        { NP_PROCESS_DECISION, "Decision" },
+};
+
+static void emit_changed(NpBus *b, const char *path, const char *iface, const PropName *table, size_t n,
+                         uint32_t mask) {
+        const char *names[32];
+        size_t k = 0;
+        for (size_t i = 0; i < n && k < G_N_ELEMENTS(names) - 1; i++)
+                if (mask & table[i].bit)
+                        names[k++] = table[i].name;
+        names[k] = NULL;
+        if (!k)
+                return;
+        int r = sd_bus_emit_properties_changed_strv(b->bus, path, iface, (char **) names);
         if (r < 0)
-                log_error("Cannot register D-Bus objects: %s", strerror(-r));
-        return r;
+                log_debug("Cannot emit PropertiesChanged on %s: %s", path, strerror(-r));
 }
 
-void np_bus_manager_changed(NpManager *m, ...) {
-        if (!m->bus)
-                return;
-        va_list ap;
-        va_start(ap, m);
-        const char *names[16];
-        size_t n = 0;
-        const char *s;
-        while ((s = va_arg(ap, const char *)) && n < G_N_ELEMENTS(names) - 1)
-                names[n++] = s;
-        va_end(ap);
-        names[n] = NULL;
-        if (n)
-                sd_bus_emit_properties_changed_strv(m->bus, NP_BUS_PATH, NP_BUS_MANAGER_IFACE, (char **) names);
-}
-
-void np_bus_scan_done(NpManager *m, GPtrArray *added, GPtrArray *removed) {
-        if (!m->bus) {
-                /* not on a bus (--once): just keep the bookkeeping straight */
-                GHashTableIter it;
-                gpointer v;
-                g_hash_table_iter_init(&it, m->processes);
-                while (g_hash_table_iter_next(&it, NULL, &v))
-                        ((NpProcess *) v)->published = ((NpProcess *) v)->significant;
-                return;
-        }
+static void publish_nodes(NpBus *b) {
+        NpManager *m = b->m;
+        const NpMask *online = m->topology->online;
         char path[96];
-        for (guint i = 0; i < removed->len; i++) {
-                NpProcess *p = removed->pdata[i];
-                if (!p->published)
+
+        NP_MASK_FOREACH (id, b->nodes)
+                if (!np_mask_test(online, (unsigned) id)) {
+                        g_snprintf(path, sizeof path, NP_BUS_NODE_PREFIX "/%d", id);
+                        sd_bus_emit_interfaces_removed(b->bus, path, NP_BUS_NODE_IFACE, NULL);
+                        g_hash_table_remove(m->changes.nodes, GINT_TO_POINTER(id));
+                }
+        NP_MASK_FOREACH (id, online)
+                if (!np_mask_test(b->nodes, (unsigned) id)) {
+                        g_snprintf(path, sizeof path, NP_BUS_NODE_PREFIX "/%d", id);
+                        sd_bus_emit_interfaces_added(b->bus, path, NP_BUS_NODE_IFACE, NULL);
+                        g_hash_table_remove(m->changes.nodes, GINT_TO_POINTER(id));
+                }
+        np_mask_assign(b->nodes, online);
+
+        GHashTableIter it;
+        gpointer k, v;
+        g_hash_table_iter_init(&it, m->changes.nodes);
+        while (g_hash_table_iter_next(&it, &k, &v)) {
+                g_snprintf(path, sizeof path, NP_BUS_NODE_PREFIX "/%u", GPOINTER_TO_UINT(k));
+                if (np_mask_test(online, GPOINTER_TO_UINT(k)))
+                        emit_changed(b, path, NP_BUS_NODE_IFACE, node_props, G_N_ELEMENTS(node_props),
+                                     GPOINTER_TO_UINT(v));
+        }
+        g_hash_table_remove_all(m->changes.nodes);
+}
+
+static void publish_processes(NpBus *b) {
+        NpManager *m = b->m;
+        char path[96];
+        GHashTableIter it;
+        gpointer k, v;
+
+        if (!m->changes.processes)
+                return;
+        m->changes.processes = false;
+
+        /* Gone, no longer significant, or a reused pid: removed. */
+        g_hash_table_iter_init(&it, b->published);
+        while (g_hash_table_iter_next(&it, &k, &v)) {
+                NpProcess *p = np_manager_process(m, GPOINTER_TO_INT(k));
+                if (p && p->significant && (gsize) p->starttime == GPOINTER_TO_SIZE(v))
+                        continue;
+                g_snprintf(path, sizeof path, NP_BUS_PROCESS_PREFIX "/%d", GPOINTER_TO_INT(k));
+                sd_bus_emit_interfaces_removed(b->bus, path, NP_BUS_PROCESS_IFACE, NULL);
+                g_hash_table_iter_remove(&it);
+        }
+        g_hash_table_iter_init(&it, m->processes);
+        while (g_hash_table_iter_next(&it, &k, &v)) {
+                NpProcess *p = v;
+                uint32_t changed = p->changed;
+                p->changed = 0;
+                if (!p->significant)
                         continue;
                 g_snprintf(path, sizeof path, NP_BUS_PROCESS_PREFIX "/%d", p->pid);
-                sd_bus_emit_interfaces_removed(m->bus, path, NP_BUS_PROCESS_IFACE, NULL);
-        }
-        GHashTableIter it;
-        gpointer v;
-        g_hash_table_iter_init(&it, m->processes);
-        while (g_hash_table_iter_next(&it, NULL, &v)) {
-                NpProcess *p = v;
-                g_snprintf(path, sizeof path, NP_BUS_PROCESS_PREFIX "/%d", p->pid);
-                if (p->significant && !p->published) {
-                        sd_bus_emit_interfaces_added(m->bus, path, NP_BUS_PROCESS_IFACE, NULL);
-                        p->published = true;
-                } else if (!p->significant && p->published) {
-                        sd_bus_emit_interfaces_removed(m->bus, path, NP_BUS_PROCESS_IFACE, NULL);
-                        p->published = false;
-                } else if (p->significant) {
-                        sd_bus_emit_properties_changed(m->bus, path, NP_BUS_PROCESS_IFACE, "Comm", "CPUUsage",
-                                                       "MemoryBytes", "MemoryPerNode", "Locality", "State",
-                                                       "TargetNodes", "LastPlacedTimestamp", "Cgroup", "Unit", NULL);
+                if (!g_hash_table_contains(b->published, k)) {
+                        sd_bus_emit_interfaces_added(b->bus, path, NP_BUS_PROCESS_IFACE, NULL);
+                        g_hash_table_insert(b->published, k, GSIZE_TO_POINTER((gsize) p->starttime));
+                } else if (changed) {
+                        emit_changed(b, path, NP_BUS_PROCESS_IFACE, process_props, G_N_ELEMENTS(process_props),
+                                     changed);
                 }
         }
-        NP_MASK_FOREACH(id, m->topology->online) {
-                g_snprintf(path, sizeof path, NP_BUS_NODE_PREFIX "/%d", id);
-                sd_bus_emit_properties_changed(m->bus, path, NP_BUS_NODE_IFACE, "MemoryFreeBytes", "CPUBusy",
-                                               "ManagedProcesses", NULL);
-        }
-        np_bus_manager_changed(m, "Scans", "LastScanTimestamp", "LastScanDurationUSec", "DaemonCPUUSec",
-                               "ManagedProcesses", "KernelNumaBalancing", NULL);
 }
 
-void np_bus_nodes_changed(NpManager *m, const NpMask *before, const NpMask *after) {
-        if (!m->bus)
-                return;
-        char path[96];
-        NP_MASK_FOREACH(id, before)
-                if (!np_mask_test(after, (unsigned) id)) {
-                        g_snprintf(path, sizeof path, NP_BUS_NODE_PREFIX "/%d", id);
-                        sd_bus_emit_interfaces_removed(m->bus, path, NP_BUS_NODE_IFACE, NULL);
-                }
-        NP_MASK_FOREACH(id, after)
-                if (!np_mask_test(before, (unsigned) id)) {
-                        g_snprintf(path, sizeof path, NP_BUS_NODE_PREFIX "/%d", id);
-                        sd_bus_emit_interfaces_added(m->bus, path, NP_BUS_NODE_IFACE, NULL);
-                }
-        np_bus_manager_changed(m, "NodeIds", NULL);
-}
-
-void np_bus_emit_placed(NpManager *m, const NpProcess *p, const NpMask *from, const NpMask *to, uint64_t moved_bytes,
-                        uint64_t usec) {
-        if (!m->bus)
-                return;
-        sd_bus_message *sig = NULL;
-        int r = sd_bus_message_new_signal(m->bus, &sig, NP_BUS_PATH, NP_BUS_MANAGER_IFACE, "ProcessPlaced");
+static void emit_placed(NpBus *b, const NpPlacedEvent *e) {
+        g_autoptr(sd_bus_message) sig = NULL;
+        int r = sd_bus_message_new_signal(b->bus, &sig, NP_BUS_PATH, NP_BUS_MANAGER_IFACE, "ProcessPlaced");
         if (r >= 0)
-                r = sd_bus_message_append(sig, "us", (uint32_t) p->pid,
-                                          g_utf8_validate(p->comm, -1, NULL) ? p->comm : "?");
+                r = sd_bus_message_append(sig, "us", (uint32_t) e->pid, utf8_or(e->comm, "?"));
         if (r >= 0)
-                r = append_mask(sig, from);
+                r = append_mask(sig, e->from);
         if (r >= 0)
-                r = append_mask(sig, to);
+                r = append_mask(sig, e->to);
         if (r >= 0)
-                r = sd_bus_message_append(sig, "tt", moved_bytes, usec);
+                r = sd_bus_message_append(sig, "tt", e->moved_bytes, e->usec);
         if (r >= 0)
-                r = sd_bus_send(m->bus, sig, NULL);
+                r = sd_bus_send(b->bus, sig, NULL);
         if (r < 0)
                 log_warning("Cannot emit ProcessPlaced: %s", strerror(-r));
-        sd_bus_message_unref(sig);
+}
+
+void np_bus_publish(NpBus *b) {
+        NpManager *m = b->m;
+        NpPlacedEvent *e;
+
+        publish_nodes(b);
+        publish_processes(b);
+        emit_changed(b, NP_BUS_PATH, NP_BUS_MANAGER_IFACE, manager_props, G_N_ELEMENTS(manager_props),
+                     m->changes.manager);
+        m->changes.manager = 0;
+        while ((e = g_queue_pop_head(&m->changes.placed))) {
+                emit_placed(b, e);
+                np_placed_event_free(e);
+        }
+}
+
+static int on_post(sd_event_source *s, void *userdata) {
+        np_bus_publish(userdata);
+        return 0;
+}
+
+/* ---- setup -------------------------------------------------------------- */
+
+void np_bus_free(NpBus *b) {
+        if (!b)
+                return;
+        sd_event_source_disable_unref(b->post);
+        if (b->bus) {
+                np_bus_publish(b);
+                sd_bus_flush(b->bus);
+                sd_bus_close_unref(b->bus);
+        }
+        g_hash_table_destroy(b->published);
+        np_mask_free(b->nodes);
+        g_free(b);
+}
+
+/* The system bus connection. Like sd_bus_open_system(), but without
+ * descriptor passing (numaplaced never takes one: a caller cannot make it
+ * receive descriptors, and run out of them) and ending the event loop with
+ * EXIT_FAILURE when the connection is lost. */
+static int open_system_bus(sd_bus **out) {
+        const char *address = secure_getenv("DBUS_SYSTEM_BUS_ADDRESS");
+        sd_bus *bus = NULL;
+        int r = sd_bus_new(&bus);
+
+        if (r >= 0)
+                r = sd_bus_set_address(bus, address && *address ? address : "unix:path=/run/dbus/system_bus_socket");
+        if (r >= 0)
+                r = sd_bus_set_bus_client(bus, 1);
+        if (r >= 0)
+                r = sd_bus_set_trusted(bus, 0);
+        if (r >= 0)
+                r = sd_bus_negotiate_fds(bus, 0);
+        if (r >= 0)
+                r = sd_bus_negotiate_creds(bus, 1, SD_BUS_CREDS_UID | SD_BUS_CREDS_EUID | SD_BUS_CREDS_EFFECTIVE_CAPS);
+        if (r >= 0)
+                r = sd_bus_set_exit_on_disconnect(bus, 1);
+        if (r >= 0)
+                r = sd_bus_start(bus);
+        if (r < 0) {
+                sd_bus_unref(bus);
+                return r;
+        }
+        *out = bus;
+        return 0;
+}
+
+int np_bus_new(NpManager *m, sd_event *event, NpBus **out) {
+        g_autoptr(NpBus) b = g_new0(NpBus, 1);
+        b->m = m;
+        b->published = g_hash_table_new(g_direct_hash, g_direct_equal);
+        b->nodes = np_mask_copy(m->topology->online); /* announced by the enumerator from the start */
+
+        int r = open_system_bus(&b->bus);
+        if (r < 0) {
+                log_error("Cannot connect to the system bus: %s", strerror(-r));
+                return r;
+        }
+        r = sd_bus_add_object_vtable(b->bus, NULL, NP_BUS_PATH, NP_BUS_MANAGER_IFACE, manager_vtable, b);
+        if (r >= 0)
+                r = sd_bus_add_fallback_vtable(b->bus, NULL, NP_BUS_NODE_PREFIX, NP_BUS_NODE_IFACE, node_vtable,
+                                               node_find, b);
+        if (r >= 0)
+                r = sd_bus_add_node_enumerator(b->bus, NULL, NP_BUS_NODE_PREFIX, node_enumerate, b);
+        if (r >= 0)
+                r = sd_bus_add_fallback_vtable(b->bus, NULL, NP_BUS_PROCESS_PREFIX, NP_BUS_PROCESS_IFACE,
+                                               process_vtable, process_find, b);
+        if (r >= 0)
+                r = sd_bus_add_node_enumerator(b->bus, NULL, NP_BUS_PROCESS_PREFIX, process_enumerate, b);
+        if (r >= 0)
+                r = sd_bus_add_object_manager(b->bus, NULL, NP_BUS_PATH);
+        if (r < 0) {
+                log_error("Cannot register D-Bus objects: %s", strerror(-r));
+                return r;
+        }
+        r = sd_bus_attach_event(b->bus, event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0) {
+                log_error("Cannot attach the bus to the event loop: %s", strerror(-r));
+                return r;
+        }
+        r = sd_event_add_post(event, &b->post, on_post, b);
+        if (r < 0) {
+                log_error("Cannot add the bus's post-iteration source: %s", strerror(-r));
+                return r;
+        }
+        (void) sd_event_source_set_description(b->post, "bus-publish");
+        r = sd_bus_request_name(b->bus, NP_BUS_NAME, 0);
+        if (r < 0) {
+                log_error("Cannot own the bus name %s: %s (is another numaplaced running, or is "
+                          "the D-Bus policy org.numaplaced1.conf not installed?)",
+                          NP_BUS_NAME, strerror(-r));
+                return r;
+        }
+        *out = g_steal_pointer(&b);
+        return 0;
 }

@@ -1,11 +1,19 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 /*
- * D-Bus glue: vtables for org.numaplaced1.Manager, .Node and .Process. It
- * only maps calls and properties onto np-manager. The interface is described
+ * D-Bus glue: vtables for org.numaplaced1.Manager, .Node and .Process,
+ * mapped onto the manager, the placement path and the actions. The bus owns
+ * which objects are published: once per event loop iteration (an sd-event
+ * post source) it compares what it published with the manager's processes
+ * and nodes (InterfacesAdded/Removed), emits PropertiesChanged for what the
+ * manager recorded as changed (m->changes and each process's mask), and
+ * ProcessPlaced for each placement carried out. The interface is described
  * for humans in org.numaplaced1(5) and shipped as introspection XML in
  * systemd/org.numaplaced1.xml (a test compares it to the live vtables).
  */
 #include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
 #include "np-manager.h"
 
 #define NP_BUS_NAME "org.numaplaced1"
@@ -16,22 +24,24 @@
 #define NP_BUS_NODE_IFACE "org.numaplaced1.Node"
 #define NP_BUS_PROCESS_IFACE "org.numaplaced1.Process"
 
-/* Register all objects on m->bus. 0 or negative errno. */
-int np_bus_register(NpManager *m);
+typedef struct NpBus NpBus;
 
-/* Emit PropertiesChanged for what a scan changes, InterfacesAdded/Removed
- * for processes that appeared or went. Called once at the end of a scan. */
-void np_bus_scan_done(NpManager *m, GPtrArray *added_pids, GPtrArray *removed);
+/*
+ * Connect to the system bus ($DBUS_SYSTEM_BUS_ADDRESS or the default;
+ * no descriptor passing; a lost connection ends the event loop with
+ * EXIT_FAILURE, for the daemon to stop and systemd to restart it),
+ * attach it to `event`, register every object and the post source, and
+ * request NP_BUS_NAME. Returns 0 and the bus in *out, or a negative errno
+ * (logged with what to check).
+ */
+int np_bus_new(NpManager *m, sd_event *event, NpBus **out);
+/* Publish what is pending, flush and close the connection, free. */
+void np_bus_free(NpBus *b);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpBus, np_bus_free)
 
-/* Node objects that came or went (InterfacesAdded/Removed) and NodeIds. */
-void np_bus_nodes_changed(NpManager *m, const NpMask *before, const NpMask *after);
-
-/* Emit PropertiesChanged on the Manager for the named properties (NULL-terminated). */
-void np_bus_manager_changed(NpManager *m, ...) G_GNUC_NULL_TERMINATED;
-
-/* Emit ProcessPlaced(u pid, s comm, au from, au to, t moved_bytes, t usec). */
-void np_bus_emit_placed(NpManager *m, const NpProcess *p, const NpMask *from, const NpMask *to,
-                        uint64_t moved_bytes, uint64_t usec);
+/* Publish what the manager recorded now (the post source does this after
+ * every loop iteration). */
+void np_bus_publish(NpBus *b);
 
 /* Map an NP_ERROR GError to sd_bus_error. Returns the negative errno for
  * the method handler to return. */

@@ -1,12 +1,13 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 /* Shared between np-config.c and np-config-value.c; not part of the API. */
 #include <stdbool.h>
 #include <stdint.h>
 #include "np-config.h"
 
-/* First non-blank character of s. */
 #define USEC_PER_SEC UINT64_C(1000000)
 
+/* First non-blank character of s. */
 const char *np_config_skip_blank(const char *s);
 
 /*

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Scalar value parsers of the configuration (sizes, durations, booleans). */
 #include <errno.h>
 #include <inttypes.h>
@@ -192,4 +193,3 @@ int np_parse_bool(const char *s, bool *b) {
         }
         return -EINVAL;
 }
-

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Configuration loading: one table of keys drives defaults, parsing,
  * validation and rendering.
@@ -16,27 +17,27 @@
 #include <fnmatch.h>
 #include <inttypes.h>
 #include <stddef.h>
+#include <limits.h>
 #include <string.h>
 
 #include "np-config-private.h"
 #include "np-log.h"
 
-/* The longest comm the kernel keeps (TASK_COMM_LEN - 1). */
-#define NP_COMM_MAX 15
 /* PID_MAX_LIMIT on 64-bit kernels. */
 #define NP_PID_MAX 4194304u
 
-
 typedef enum {
-        NP_KEY_ENUM,       /* int-sized enum, one of `choices` */
-        NP_KEY_LOG_LEVEL,  /* int, np_log_level_from_string() */
-        NP_KEY_BOOL,       /* bool */
-        NP_KEY_SECONDS,    /* uint64_t usec, range in seconds */
-        NP_KEY_PERCENT,    /* unsigned, integer range */
-        NP_KEY_SIZE,       /* uint64_t bytes */
-        NP_KEY_CPUS,       /* double, range */
-        NP_KEY_CPU_LIST,   /* NpMask * */
-        NP_KEY_NAME_LIST,  /* char ** of comm globs or PIDs */
+        NP_KEY_ENUM, /* int-sized enum, one of `choices` */
+        NP_KEY_LOG_LEVEL, /* int, np_log_level_from_string() */
+        NP_KEY_BOOL, /* bool */
+        NP_KEY_SECONDS, /* uint64_t usec, range in seconds */
+        NP_KEY_PERCENT, /* unsigned, integer range */
+        NP_KEY_COUNT, /* unsigned, integer range (a number of scans) */
+        NP_KEY_SIZE, /* uint64_t bytes */
+        NP_KEY_CPUS, /* double, range */
+        NP_KEY_CPU_LIST, /* NpMask * */
+        NP_KEY_NAME_LIST, /* char ** of comm globs or PIDs */
+        NP_KEY_PATH, /* char *, "" or an absolute file name */
 } NpKeyType;
 
 typedef struct {
@@ -44,9 +45,9 @@ typedef struct {
         const char *name;
         NpKeyType type;
         size_t offset;
-        const char *def;               /* default, as text, parsed by the same code */
-        double min, max;               /* range in the key's unit (seconds, percent, CPUs) */
-        const char *const *choices;    /* NP_KEY_ENUM: index == enum value */
+        const char *def; /* default, as text, parsed by the same code */
+        double min, max; /* range in the key's unit (seconds, percent, CPUs) */
+        const char *const *choices; /* NP_KEY_ENUM: index == enum value */
 } NpConfigKey;
 
 static const char *const mode_names[] = { "enforce", "advise", NULL };
@@ -61,12 +62,15 @@ static const NpConfigKey config_keys[] = {
         { "Daemon", "MaxScanIntervalSec", NP_KEY_SECONDS, OFF(max_scan_interval_usec), "15", 0.1, 3600, NULL },
         { "Daemon", "LogLevel", NP_KEY_LOG_LEVEL, OFF(log_level), "info", 0, 0, NULL },
         { "Daemon", "ReleaseOnStop", NP_KEY_BOOL, OFF(release_on_stop), "yes", 0, 0, NULL },
+        { "Daemon", "MetricsFile", NP_KEY_PATH, OFF(metrics_file), "", 0, 0, NULL },
+        { "Daemon", "MetricsMaxProcesses", NP_KEY_COUNT, OFF(metrics_max_processes), "100", 0, 100000, NULL },
 
         { "Placement", "TargetUtilization", NP_KEY_PERCENT, OFF(target_utilization), "85", 1, 100, NULL },
         { "Placement", "MemoryLocalityTarget", NP_KEY_PERCENT, OFF(memory_locality_target), "90", 1, 100, NULL },
         { "Placement", "MinProcessMemory", NP_KEY_SIZE, OFF(min_process_memory), "300M", 0, 0, NULL },
         { "Placement", "MinProcessCPU", NP_KEY_CPUS, OFF(min_process_cpu), "0.5", 0, 4096, NULL },
         { "Placement", "MinSecondsBetweenMoves", NP_KEY_SECONDS, OFF(min_usec_between_moves), "30", 0, 86400, NULL },
+        { "Placement", "LocalityRefreshScans", NP_KEY_COUNT, OFF(locality_refresh_scans), "12", 1, 10000, NULL },
         { "Placement", "ReservedCPUs", NP_KEY_CPU_LIST, OFF(reserved_cpus), "", 0, 0, NULL },
         { "Placement", "KeepInterleaved", NP_KEY_BOOL, OFF(keep_interleaved), "no", 0, 0, NULL },
         { "Placement", "Include", NP_KEY_NAME_LIST, OFF(include), "", 0, 0, NULL },
@@ -94,11 +98,27 @@ const char *np_backend_kind_to_string(NpBackendKind k) {
         return backend_names[k];
 }
 
-bool np_config_list_match(char *const *list, unsigned pid, const char *comm) {
+/* Is `cgroup` the cgroup `prefix` or below it ("/a/b" matches "/a/b" and
+ * "/a/b/c", not "/a/bc"; "/" matches everything)? */
+static bool cgroup_under(const char *prefix, const char *cgroup) {
+        size_t n = strlen(prefix);
+        while (n > 1 && prefix[n - 1] == '/')
+                n--;
+        if (n == 1 && prefix[0] == '/')
+                return cgroup[0] == '/';
+        return strncmp(prefix, cgroup, n) == 0 && (cgroup[n] == '\0' || cgroup[n] == '/');
+}
+
+bool np_config_list_match(char *const *list, unsigned pid, const char *comm, const char *cgroup) {
         if (!list)
                 return false;
         for (char *const *i = list; *i; i++) {
                 const char *e = *i;
+                if (e[0] == '/') {
+                        if (cgroup && *cgroup && cgroup_under(e, cgroup))
+                                return true;
+                        continue;
+                }
                 if (g_ascii_isdigit(e[0])) {
                         guint64 v;
                         if (g_ascii_string_to_unsigned(e, 10, 1, NP_PID_MAX, &v, NULL) && v == pid)
@@ -108,6 +128,14 @@ bool np_config_list_match(char *const *list, unsigned pid, const char *comm) {
                 if (comm && fnmatch(e, comm, 0) == 0)
                         return true;
         }
+        return false;
+}
+
+bool np_config_has_cgroup_entries(const NpConfig *c) {
+        for (int k = 0; k < 2; k++)
+                for (char *const *i = k ? c->exclude : c->include; i && *i; i++)
+                        if ((*i)[0] == '/')
+                                return true;
         return false;
 }
 
@@ -141,17 +169,16 @@ static int parse_name_list(const char *value, char ***out, char **why) {
                 if (all_digits) {
                         guint64 pid;
                         if (!g_ascii_string_to_unsigned(item, 10, 1, NP_PID_MAX, &pid, NULL)) {
-                                *why = g_strdup_printf("'%s' is not a valid PID (expected 1 to %u)", item,
-                                                       NP_PID_MAX);
+                                *why = g_strdup_printf("'%s' is not a valid PID (expected 1 to %u)", item, NP_PID_MAX);
                                 return -EINVAL;
                         }
                         g_ptr_array_add(items, g_strdup_printf("%" G_GUINT64_FORMAT, pid));
                         continue;
                 }
-                if (!strpbrk(item, "*?[") && strlen(item) > NP_COMM_MAX) {
+                if (item[0] != '/' && !strpbrk(item, "*?[") && strlen(item) > NP_TASK_COMM_LEN) {
                         *why = g_strdup_printf("'%s' is longer than %d characters and can never match a "
                                                "process name (comm)",
-                                               item, NP_COMM_MAX);
+                                               item, NP_TASK_COMM_LEN);
                         return -EINVAL;
                 }
                 g_ptr_array_add(items, g_steal_pointer(&item));
@@ -251,6 +278,26 @@ static int key_apply(const NpConfigKey *k, NpConfig *c, const char *value, char 
                 return 0;
         }
 
+        case NP_KEY_COUNT: {
+                const char *p = value;
+                uint64_t v = 0;
+                bool ok = g_ascii_isdigit(*p);
+                while (ok && g_ascii_isdigit(*p)) {
+                        v = v * 10 + (uint64_t) (*p - '0');
+                        if (v > 1000000)
+                                v = 1000000; /* clamp, the range check rejects it */
+                        p++;
+                }
+                if (!ok || *p || v < k->min || v > k->max) {
+                        g_autofree char *lo = format_number(k->min);
+                        g_autofree char *hi = format_number(k->max);
+                        *why = g_strdup_printf("expected a whole number between %s and %s", lo, hi);
+                        return ok && !*p ? -ERANGE : -EINVAL;
+                }
+                *FIELD(c, k, unsigned) = (unsigned) v;
+                return 0;
+        }
+
         case NP_KEY_SIZE:
                 r = np_parse_size(value, &u);
                 if (r == -ERANGE) {
@@ -294,6 +341,21 @@ static int key_apply(const NpConfigKey *k, NpConfig *c, const char *value, char 
                 NpMask **f = FIELD(c, k, NpMask *);
                 np_mask_free(*f);
                 *f = m;
+                return 0;
+        }
+
+        case NP_KEY_PATH: {
+                bool ok = value[0] == '\0' || value[0] == '/';
+                for (const char *q = value; ok && *q; q++)
+                        ok = (unsigned char) *q >= 0x20 && *q != 0x7f;
+                size_t n = strlen(value);
+                if (!ok || n >= PATH_MAX || (n > 0 && value[n - 1] == '/')) {
+                        *why = g_strdup("expected an absolute file name (or nothing)");
+                        return -EINVAL;
+                }
+                char **f = FIELD(c, k, char *);
+                g_free(*f);
+                *f = g_strdup(value);
                 return 0;
         }
 
@@ -374,6 +436,7 @@ static char *key_format(const NpConfigKey *k, const NpConfig *c) {
         case NP_KEY_SECONDS:
                 return format_usec(*FIELD(c, k, const uint64_t));
         case NP_KEY_PERCENT:
+        case NP_KEY_COUNT:
                 return g_strdup_printf("%u", *FIELD(c, k, const unsigned));
         case NP_KEY_SIZE:
                 return format_size(*FIELD(c, k, const uint64_t));
@@ -383,6 +446,8 @@ static char *key_format(const NpConfigKey *k, const NpConfig *c) {
                 const NpMask *m = *FIELD(c, k, NpMask *const);
                 return m ? np_mask_format(m) : g_strdup("");
         }
+        case NP_KEY_PATH:
+                return escape_value(*FIELD(c, k, char *const) ? *FIELD(c, k, char *const) : "");
         case NP_KEY_NAME_LIST: {
                 char *const *l = *FIELD(c, k, char **const);
                 g_autofree char *joined = l ? g_strjoinv(" ", (char **) l) : g_strdup("");
@@ -436,6 +501,7 @@ void np_config_free(NpConfig *c) {
         np_mask_free(c->reserved_cpus);
         g_strfreev(c->include);
         g_strfreev(c->exclude);
+        g_free(c->metrics_file);
         g_strfreev(c->files);
         g_free(c);
 }
@@ -569,8 +635,8 @@ static int loader_parse(Loader *l, const char *name, const char *data, size_t le
                         return set_error(error, G_KEY_FILE_ERROR_PARSE, -EINVAL, "%s:%u: line contains a NUL byte",
                                          name, lineno);
                 if (!g_utf8_validate(p, (gssize) n, NULL))
-                        return set_error(error, G_KEY_FILE_ERROR_PARSE, -EINVAL, "%s:%u: line is not valid UTF-8",
-                                         name, lineno);
+                        return set_error(error, G_KEY_FILE_ERROR_PARSE, -EINVAL, "%s:%u: line is not valid UTF-8", name,
+                                         lineno);
                 line = g_strndup(p, n);
                 p = nl ? nl + 1 : end;
 
@@ -582,7 +648,8 @@ static int loader_parse(Loader *l, const char *name, const char *data, size_t le
 
                 if (*s == '[') {
                         const char *close = strchr(s, ']');
-                        if (!close || *np_config_skip_blank(close + 1) != '\0' || !valid_group_name(s + 1, (size_t) (close - s - 1))) {
+                        if (!close || *np_config_skip_blank(close + 1) != '\0' ||
+                            !valid_group_name(s + 1, (size_t) (close - s - 1))) {
                                 g_autofree char *q = quote(s);
                                 return set_error(error, G_KEY_FILE_ERROR_PARSE, -EINVAL,
                                                  "%s:%u: '%s': not a valid [Group] header", name, lineno, q);
@@ -601,8 +668,8 @@ static int loader_parse(Loader *l, const char *name, const char *data, size_t le
                 if (!eq) {
                         g_autofree char *q = quote(s);
                         return set_error(error, G_KEY_FILE_ERROR_PARSE, -EINVAL,
-                                         "%s:%u: '%s': not a Key=value line, [Group] header or # comment", name,
-                                         lineno, q);
+                                         "%s:%u: '%s': not a Key=value line, [Group] header or # comment", name, lineno,
+                                         q);
                 }
                 size_t klen = (size_t) (eq - s);
                 while (klen > 0 && g_ascii_isspace(s[klen - 1]))
@@ -616,8 +683,8 @@ static int loader_parse(Loader *l, const char *name, const char *data, size_t le
 
                 if (klen == 0) {
                         g_autofree char *q = quote(s);
-                        return set_error(error, G_KEY_FILE_ERROR_PARSE, -EINVAL, "%s:%u: '%s': empty key name",
-                                         name, lineno, q);
+                        return set_error(error, G_KEY_FILE_ERROR_PARSE, -EINVAL, "%s:%u: '%s': empty key name", name,
+                                         lineno, q);
                 }
                 if (!group) {
                         g_autofree char *q = quote(s);
@@ -642,8 +709,8 @@ static int loader_parse(Loader *l, const char *name, const char *data, size_t le
                         r = key_apply(k, l->config, value, &why);
                 if (r < 0) {
                         g_autofree char *qv = quote(value ? value : raw);
-                        return set_error(error, G_KEY_FILE_ERROR_INVALID_VALUE, r, "%s:%u: [%s] %s: '%s': %s",
-                                         name, lineno, group, k->name, qv, why);
+                        return set_error(error, G_KEY_FILE_ERROR_INVALID_VALUE, r, "%s:%u: [%s] %s: '%s': %s", name,
+                                         lineno, group, k->name, qv, why);
                 }
 
                 l->where[idx].seq = ++l->seq;
@@ -764,8 +831,8 @@ int np_config_load(const char *main_file, NpConfig **out, GError **error) {
         if (!dir) {
                 r = file_error_to_errno(e);
                 if (r != -ENOENT) {
-                        g_set_error(error, G_FILE_ERROR, e->code, "%s: cannot open drop-in directory: %s",
-                                    dir_path, e->message);
+                        g_set_error(error, G_FILE_ERROR, e->code, "%s: cannot open drop-in directory: %s", dir_path,
+                                    e->message);
                         return r;
                 }
         } else {

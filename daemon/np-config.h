@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 /*
  * Configuration: /etc/numaplaced.conf, then <main file>.d/ (*.conf) in name
@@ -23,6 +24,12 @@
 #include <stdint.h>
 #include "np-nodemask.h"
 
+/* The longest name the kernel keeps for a user task (TASK_COMM_LEN - 1): an
+ * Include=/Exclude= name longer than this can never match and is refused.
+ * (Kernel threads can show longer names in /proc/PID/stat, which is why
+ * np-sample.h's NP_COMM_MAX buffer is larger; they are never candidates.) */
+#define NP_TASK_COMM_LEN 15
+
 typedef enum { NP_MODE_ENFORCE, NP_MODE_ADVISE } NpMode;
 typedef enum {
         NP_BACKEND_AUTO,
@@ -33,27 +40,30 @@ typedef enum {
 
 typedef struct {
         /* [Daemon] */
-        NpMode mode;                       /* Mode=enforce|advise (enforce) */
-        NpBackendKind backend;             /* Backend=auto|cpuset|systemd|affinity (auto) */
-        uint64_t scan_interval_usec;       /* ScanIntervalSec= (5 s), 0.1..3600, fractions allowed */
-        uint64_t max_scan_interval_usec;   /* MaxScanIntervalSec= (15 s), >= ScanIntervalSec */
-        int log_level;                     /* LogLevel= (info), LOG_* */
-        bool release_on_stop;              /* ReleaseOnStop= (yes) */
+        NpMode mode; /* Mode=enforce|advise (enforce) */
+        NpBackendKind backend; /* Backend=auto|cpuset|systemd|affinity (auto) */
+        uint64_t scan_interval_usec; /* ScanIntervalSec= (5 s), 0.1..3600, fractions allowed */
+        uint64_t max_scan_interval_usec; /* MaxScanIntervalSec= (15 s), >= ScanIntervalSec */
+        int log_level; /* LogLevel= (info), LOG_* */
+        bool release_on_stop; /* ReleaseOnStop= (yes) */
+        char *metrics_file; /* MetricsFile= ("" = no metrics file), absolute */
+        unsigned metrics_max_processes; /* MetricsMaxProcesses= (100), 0..100000 */
 
         /* [Placement] */
-        unsigned target_utilization;       /* TargetUtilization= percent (85), 1..100 */
-        unsigned memory_locality_target;   /* MemoryLocalityTarget= percent (90), 1..100 */
-        uint64_t min_process_memory;       /* MinProcessMemory= bytes (300M), K/M/G/T suffixes */
-        double min_process_cpu;            /* MinProcessCPU= CPUs (0.5), 0..4096 */
-        uint64_t min_usec_between_moves;   /* MinSecondsBetweenMoves= (30 s), 0..86400 */
-        NpMask *reserved_cpus;             /* ReservedCPUs= CPU list (empty) */
-        bool keep_interleaved;             /* KeepInterleaved= (no) */
-        char **include;                    /* Include= comm glob patterns or PIDs (empty) */
-        char **exclude;                    /* Exclude= comm glob patterns or PIDs (empty) */
+        unsigned target_utilization; /* TargetUtilization= percent (85), 1..100 */
+        unsigned memory_locality_target; /* MemoryLocalityTarget= percent (90), 1..100 */
+        uint64_t min_process_memory; /* MinProcessMemory= bytes (300M), K/M/G/T suffixes */
+        double min_process_cpu; /* MinProcessCPU= CPUs (0.5), 0..4096 */
+        uint64_t min_usec_between_moves; /* MinSecondsBetweenMoves= (30 s), 0..86400 */
+        unsigned locality_refresh_scans; /* LocalityRefreshScans= (12), 1..10000: numa_maps at least this often */
+        NpMask *reserved_cpus; /* ReservedCPUs= CPU list (empty) */
+        bool keep_interleaved; /* KeepInterleaved= (no) */
+        char **include; /* Include= comm glob patterns or PIDs (empty) */
+        char **exclude; /* Exclude= comm glob patterns or PIDs (empty) */
 
         /* [Migration] */
-        bool skip_overlapping_nodes;       /* SkipOverlappingNodes= (yes) */
-        uint64_t max_rate;                 /* MaxRate= bytes per second, K/M/G suffixes (0 = unlimited) */
+        bool skip_overlapping_nodes; /* SkipOverlappingNodes= (yes) */
+        uint64_t max_rate; /* MaxRate= bytes per second, K/M/G suffixes (0 = unlimited) */
 
         /* Where it came from: the files actually read, in order. */
         char **files;
@@ -80,19 +90,26 @@ int np_config_load(const char *main_file, NpConfig **out, GError **error);
 int np_config_load_data(const char *name, const char *data, NpConfig **out, GError **error);
 
 /* Parsers behind the table (exposed for tests). Each returns 0 or -EINVAL/-ERANGE. */
-int np_parse_size(const char *s, uint64_t *bytes);       /* "300M", "1G", "4096", "1.5G" */
-int np_parse_seconds(const char *s, uint64_t *usec);     /* "5", "0.5", "2s", "500ms" */
-int np_parse_bool(const char *s, bool *b);               /* yes/no/true/false/on/off/1/0 */
+int np_parse_size(const char *s, uint64_t *bytes); /* "300M", "1G", "4096", "1.5G" */
+int np_parse_seconds(const char *s, uint64_t *usec); /* "5", "0.5", "2s", "500ms" */
+int np_parse_bool(const char *s, bool *b); /* yes/no/true/false/on/off/1/0 */
 
 const char *np_mode_to_string(NpMode m);
 const char *np_backend_kind_to_string(NpBackendKind k);
 
 /*
  * Include=/Exclude= matching: true when an entry of `list` (NULL-terminated,
- * NULL = empty) is the decimal `pid`, or is an fnmatch(3) glob matching
- * `comm` (comm may be NULL: only PIDs are compared).
+ * NULL = empty) is the decimal `pid`, an fnmatch(3) glob matching `comm`
+ * (comm may be NULL: not compared), or, when it starts with '/', a cgroup
+ * path that `cgroup` is or is below ("/system.slice/db.service" matches
+ * that service's cgroup and its children; cgroup may be NULL or "": not
+ * compared).
  */
-bool np_config_list_match(char *const *list, unsigned pid, const char *comm);
+bool np_config_list_match(char *const *list, unsigned pid, const char *comm, const char *cgroup);
 
-/* Render the effective configuration as INI text (for Dump()). Caller frees. */
+/* Does Include= or Exclude= name a cgroup path (an entry starting with '/')?
+ * Then the daemon reads the cgroup of every new process. */
+bool np_config_has_cgroup_entries(const NpConfig *c);
+
+/* Render the effective configuration as INI text (Dump() shows it). Caller frees. */
 char *np_config_to_string(const NpConfig *c);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The human-readable state: Dump() on the bus and --once on the command line. */
 #include <inttypes.h>
 #include <sys/resource.h>
@@ -24,6 +25,7 @@ char *np_manager_dump(NpManager *m) {
                                m->paused ? "yes" : "no");
         g_string_append_printf(s, "Scans: %" PRIu64 "  Interval: %.1f s  Last scan took: %" PRIu64 " us\n", m->scans,
                                (double) m->scan_interval_usec / 1e6, m->last_scan_duration_usec);
+        g_string_append_printf(s, "Processes seen: %" PRIu64 " (by the scans since the start)\n", m->processes_seen);
         g_string_append_printf(s, "Kernel NUMA balancing: %u\n", m->kernel_numa_balancing);
         g_autofree char *files = c->files && c->files[0] ? g_strjoinv(", ", c->files) : g_strdup("(defaults)");
         g_string_append_printf(s, "Configuration: %s\n", files);
@@ -42,7 +44,8 @@ char *np_manager_dump(NpManager *m) {
                 g_autofree char *fr = mib(ns ? ns->mem_free_bytes : 0);
                 GString *d = g_string_new(NULL);
                 for (guint k = 0; k < n->distances->len; k++)
-                        g_string_append_printf(d, "%s%u", k ? " " : "", g_array_index(n->distances, NpDistance, k).distance);
+                        g_string_append_printf(d, "%s%u", k ? " " : "",
+                                               g_array_index(n->distances, NpDistance, k).distance);
                 g_autofree char *busy = g_strdup_printf("%.2f/%.0f", ns ? ns->cpu_busy : 0.0,
                                                         ns ? ns->cpu_capacity : (double) np_mask_weight(n->cpus));
                 g_string_append_printf(s, "  %-4u  %-14s  %13s  %12s  %17s  %s\n", n->id, *cpus ? cpus : "-", tot, fr,
@@ -61,7 +64,8 @@ char *np_manager_dump(NpManager *m) {
 
         g_string_append_printf(s, "\nSignificant processes: %u\n", procs->len);
         if (procs->len)
-                g_string_append(s, "  PID      COMM             CPU    RSS_MIB  LOCALITY  STATE     TARGET  MIB_PER_NODE\n");
+                g_string_append(
+                        s, "  PID      COMM             CPU    RSS_MIB  LOCALITY  STATE     TARGET  MIB_PER_NODE\n");
         for (guint i = 0; i < procs->len; i++) {
                 NpProcess *p = procs->pdata[i];
                 g_autofree char *rss = mib(p->rss_bytes);
@@ -77,5 +81,16 @@ char *np_manager_dump(NpManager *m) {
                                        target, per->str);
                 g_string_free(per, TRUE);
         }
+        if (m->mover) {
+                const NpMove *mv = np_mover_current(m->mover);
+                if (mv)
+                        g_string_append_printf(s, "\nMoves: pid %d moving for %.1f s, %u queued\n", (int) mv->pid,
+                                               (double) (np_now_usec(CLOCK_MONOTONIC) - mv->started_usec) / 1e6,
+                                               np_mover_queued(m->mover));
+                else
+                        g_string_append(s, "\nMoves: none\n");
+        }
+        g_autofree char *conf = np_config_to_string(c);
+        g_string_append_printf(s, "\nEffective configuration:\n%s", conf);
         return g_string_free(s, FALSE);
 }

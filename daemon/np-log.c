@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "np-log.h"
 
 #include <errno.h>
@@ -15,9 +16,8 @@ static int journal_mode = -1;
 static int journal_resolved = -1;
 
 static const char *const level_names[] = {
-        [LOG_EMERG] = "emerg", [LOG_ALERT] = "alert", [LOG_CRIT] = "crit",
-        [LOG_ERR] = "err", [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
-        [LOG_INFO] = "info", [LOG_DEBUG] = "debug",
+        [LOG_EMERG] = "emerg",     [LOG_ALERT] = "alert",   [LOG_CRIT] = "crit", [LOG_ERR] = "err",
+        [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice", [LOG_INFO] = "info", [LOG_DEBUG] = "debug",
 };
 
 int np_log_level_from_string(const char *s) {
@@ -62,8 +62,8 @@ static bool use_journal(void) {
         struct stat st;
         if (js && fstat(STDERR_FILENO, &st) == 0) {
                 unsigned long long dev, ino;
-                if (sscanf(js, "%llu:%llu", &dev, &ino) == 2 &&
-                    dev == (unsigned long long) st.st_dev && ino == (unsigned long long) st.st_ino)
+                if (sscanf(js, "%llu:%llu", &dev, &ino) == 2 && dev == (unsigned long long) st.st_dev &&
+                    ino == (unsigned long long) st.st_ino)
                         j = true;
         }
         journal_resolved = j;
@@ -99,8 +99,8 @@ static void emit(int level, const char *file, int line, const char *func, const 
         fprintf(stderr, "numaplaced[%s]: %s\n", np_log_level_to_string(level), msg);
 }
 
-void np_log_full(int level, const char *file, int line, const char *func, const char *message_id,
-                 const char *fmt, ...) {
+void np_log_full(int level, const char *file, int line, const char *func, const char *message_id, const char *fmt,
+                 ...) {
         if (level > log_level)
                 return;
         int saved = errno;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 /*
  * Logging: to the journal (sd_journal_send, with structured fields) when the
@@ -19,13 +20,13 @@ int np_log_get_level(void);
  * connected stderr to the journal). */
 void np_log_set_journal(int mode);
 
-void np_log_full(int level, const char *file, int line, const char *func,
-                 const char *message_id, const char *fmt, ...) G_GNUC_PRINTF(6, 7);
+void np_log_full(int level, const char *file, int line, const char *func, const char *message_id, const char *fmt, ...)
+        G_GNUC_PRINTF(6, 7);
 
-/* Extra structured fields (e.g. "NP_PID=123") for the journal; ignored on
+/* Extra structured fields (e.g. "PID=123") for the journal; ignored on
  * stderr. `fields` is a NULL-terminated list of "KEY=value" strings. */
-void np_log_fields(int level, const char *message_id, const char *const *fields,
-                   const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+void np_log_fields(int level, const char *message_id, const char *const *fields, const char *fmt, ...)
+        G_GNUC_PRINTF(4, 5);
 
 #define np_log(level, ...) np_log_full(level, __FILE__, __LINE__, __func__, NULL, __VA_ARGS__)
 #define log_debug(...) np_log(LOG_DEBUG, __VA_ARGS__)
@@ -39,3 +40,9 @@ void np_log_fields(int level, const char *message_id, const char *const *fields,
 #define NP_MESSAGE_MIGRATION_FAILED "5b0e6f0a1c1d4f4e9a3c2a7f6d1e8b02"
 #define NP_MESSAGE_CONFIG_REJECTED "5b0e6f0a1c1d4f4e9a3c2a7f6d1e8b03"
 #define NP_MESSAGE_RELEASED "5b0e6f0a1c1d4f4e9a3c2a7f6d1e8b04"
+#define NP_MESSAGE_RECOVERED "5b0e6f0a1c1d4f4e9a3c2a7f6d1e8b05"
+#define NP_MESSAGE_PLACE_FAILED "5b0e6f0a1c1d4f4e9a3c2a7f6d1e8b06"
+/* Every MESSAGE_ID has an entry in systemd/numaplaced.catalog (journalctl
+ * -x explains it); tests/unit/check-catalog.py checks both ways. Structured fields, where
+ * they apply: PID, COMM, FROM, TO (node lists), BYTES, USEC, REASON,
+ * ERRNO, CONFIG_FILE. */

@@ -1,8 +1,9 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The manager: state, scans, configuration. See np-manager.h. */
 #include "np-manager.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
+#include <inttypes.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -10,11 +11,8 @@
 #include <systemd/sd-daemon.h>
 
 #include "np-build-config.h"
-#include "np-bus.h"
 #include "np-log.h"
 #include "np-sysroot.h"
-
-G_DEFINE_QUARK(np-error-quark, np_error)
 
 uint64_t np_now_usec(clockid_t clock) {
         struct timespec ts;
@@ -22,27 +20,26 @@ uint64_t np_now_usec(clockid_t clock) {
         return (uint64_t) ts.tv_sec * G_USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
-const char *np_proc_state_to_string(NpProcState s) {
-        switch (s) {
-        case NP_PROC_OBSERVED: return "observed";
-        case NP_PROC_PINNED: return "pinned";
-        case NP_PROC_PLACED: return "placed";
-        case NP_PROC_EXCLUDED: return "excluded";
+const char *np_place_reason_to_string(NpPlaceReason r) {
+        switch (r) {
+        case NP_PLACE_MANUAL:
+                return "manual";
+        case NP_PLACE_POLICY:
+                return "policy";
+        case NP_PLACE_REBALANCE:
+                return "rebalance";
+        case _NP_PLACE_REASON_MAX:
+                break;
         }
         return "unknown";
 }
 
-static void process_free(NpProcess *p) {
-        if (!p)
+void np_placed_event_free(NpPlacedEvent *e) {
+        if (!e)
                 return;
-        np_mask_free(p->cpus_allowed);
-        np_mask_free(p->mems_allowed);
-        np_mask_free(p->running_nodes);
-        np_mask_free(p->target);
-        np_numa_maps_clear(&p->maps);
-        g_free(p->cgroup);
-        g_free(p->unit);
-        g_free(p);
+        np_mask_free(e->from);
+        np_mask_free(e->to);
+        g_free(e);
 }
 
 static const char *runtime_dir_default(void) {
@@ -68,11 +65,17 @@ NpManager *np_manager_new(const char *config_file, NpConfig *config, GError **er
         m->self_pid = (int) getpid();
         m->node_samples = g_array_new(FALSE, TRUE, sizeof(NpNodeSample));
         m->cpu_ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
-        m->processes = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify) process_free);
+        m->processes = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify) np_process_free);
         m->included = g_hash_table_new(g_direct_hash, g_direct_equal);
         m->excluded = g_hash_table_new(g_direct_hash, g_direct_equal);
+        uint64_t nofile = 0;
+        unsigned kept_fds = np_proc_fd_budget(&nofile);
+        m->proc_table = np_proc_table_new(kept_fds);
+        log_debug("RLIMIT_NOFILE %" PRIu64 ": keeping up to %u /proc descriptors open", nofile, kept_fds);
         m->scan_interval_usec = config->scan_interval_usec;
         m->backend_name = g_strdup("none");
+        m->changes.nodes = g_hash_table_new(g_direct_hash, g_direct_equal);
+        g_queue_init(&m->changes.placed);
 
         if (np_topology_load(&m->topology, error) < 0)
                 return NULL;
@@ -82,20 +85,18 @@ NpManager *np_manager_new(const char *config_file, NpConfig *config, GError **er
 void np_manager_free(NpManager *m) {
         if (!m)
                 return;
-        sd_event_source_unref(m->scan_timer);
-        if (m->bus) {
-                sd_bus_flush(m->bus);
-                sd_bus_close_unref(m->bus);
-        }
-        sd_event_unref(m->event);
+        np_mover_free(m->mover);
         np_backend_free(m->backend);
         g_hash_table_destroy(m->processes);
+        np_proc_table_free(m->proc_table);
         g_hash_table_destroy(m->included);
         g_hash_table_destroy(m->excluded);
         g_array_free(m->node_samples, TRUE);
         g_array_free(m->cpu_ticks, TRUE);
         np_topology_free(m->topology);
         np_config_free(m->config);
+        g_hash_table_destroy(m->changes.nodes);
+        g_queue_clear_full(&m->changes.placed, (GDestroyNotify) np_placed_event_free);
         g_free(m->config_file);
         g_free(m->config_error);
         g_free(m->runtime_dir);
@@ -119,6 +120,8 @@ void np_manager_setup_backend(NpManager *m) {
         log_info("Placement backend: %s (state file %s)", m->backend_name, np_backend_state_file(m->backend));
 }
 
+/* ---- lookups ------------------------------------------------------------ */
+
 NpProcess *np_manager_process(NpManager *m, int pid) {
         return g_hash_table_lookup(m->processes, GINT_TO_POINTER(pid));
 }
@@ -132,8 +135,8 @@ const NpNodeSample *np_manager_node_sample(NpManager *m, unsigned node) {
         return NULL;
 }
 
-static gint cmp_int(gconstpointer a, gconstpointer b) {
-        int x = *(const int *) a, y = *(const int *) b;
+static gint cmp_u32(gconstpointer a, gconstpointer b) {
+        guint32 x = *(const guint32 *) a, y = *(const guint32 *) b;
         return (x > y) - (x < y);
 }
 
@@ -151,7 +154,7 @@ GArray *np_manager_managed_pids_on(NpManager *m, unsigned node) {
                 guint32 pid = (guint32) p->pid;
                 g_array_append_val(a, pid);
         }
-        g_array_sort(a, cmp_int);
+        g_array_sort(a, cmp_u32);
         return a;
 }
 
@@ -159,183 +162,287 @@ GArray *np_manager_managed_pids(NpManager *m) {
         return np_manager_managed_pids_on(m, UINT32_MAX);
 }
 
+/* ---- change records ----------------------------------------------------- */
+
+void np_manager_changed(NpManager *m, uint32_t props) {
+        m->changes.manager |= props;
+}
+
+void np_manager_node_changed(NpManager *m, unsigned node, uint32_t props) {
+        gpointer key = GUINT_TO_POINTER(node);
+        uint32_t old = GPOINTER_TO_UINT(g_hash_table_lookup(m->changes.nodes, key));
+        g_hash_table_insert(m->changes.nodes, key, GUINT_TO_POINTER(old | props));
+}
+
+void np_manager_process_changed(NpManager *m, NpProcess *p, const NpMask *old_target) {
+        m->changes.processes = true;
+        if (!(p->changed & (NP_PROCESS_STATE | NP_PROCESS_TARGET_NODES)))
+                return;
+        np_manager_changed(m, NP_MANAGER_MANAGED);
+        if (old_target)
+                NP_MASK_FOREACH (n, old_target)
+                        np_manager_node_changed(m, (unsigned) n, NP_NODE_MANAGED);
+        if (p->target)
+                NP_MASK_FOREACH (n, p->target)
+                        np_manager_node_changed(m, (unsigned) n, NP_NODE_MANAGED);
+}
+
 /* ---- process sampling --------------------------------------------------- */
 
 static bool pid_in(GHashTable *t, const NpProcess *p) {
         gpointer v;
-        if (!g_hash_table_lookup_extended(t, GINT_TO_POINTER(p->pid), NULL, &v))
+        if (g_hash_table_size(t) == 0 || !g_hash_table_lookup_extended(t, GINT_TO_POINTER(p->pid), NULL, &v))
                 return false;
         return GPOINTER_TO_SIZE(v) == (gsize) p->starttime;
 }
 
-static char *cgroup_path_of(int pid, char **unit) {
-        g_autofree char *buf = NULL;
-        *unit = NULL;
-        if (np_read_filef(&buf, NULL, "/proc/%d/cgroup", pid) < 0)
-                return g_strdup("");
-        const char *cpuset = NULL, *unified = NULL, *named = NULL;
-        for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
-                char *c1 = strchr(line, ':');
-                char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-                if (!c2)
-                        continue;
-                *c2 = '\0';
-                const char *ctrl = c1 + 1, *path = c2 + 1;
-                if (g_str_equal(ctrl, ""))
-                        unified = path;
-                else if (g_str_equal(ctrl, "name=systemd"))
-                        named = path;
-                else {
-                        g_auto(GStrv) parts = g_strsplit(ctrl, ",", -1);
-                        if (g_strv_contains((const char *const *) parts, "cpuset"))
-                                cpuset = path;
-                }
-        }
-        const char *sysd = unified ? unified : named;
-        if (sysd) {
-                g_auto(GStrv) comps = g_strsplit(sysd, "/", -1);
-                for (int i = (int) g_strv_length(comps) - 1; i >= 0; i--)
-                        if (g_str_has_suffix(comps[i], ".service") || g_str_has_suffix(comps[i], ".scope")) {
-                                *unit = g_strdup(comps[i]);
-                                break;
-                        }
-        }
-        if (!*unit)
-                *unit = g_strdup("");
-        return g_strdup(cpuset ? cpuset : sysd ? sysd : "");
+bool np_manager_is_included(NpManager *m, const NpProcess *p) {
+        return pid_in(m->included, p) ||
+                np_config_list_match(m->config->include, (unsigned) p->pid, p->comm, p->cgroup);
 }
 
-static NpMask *running_nodes_of(NpManager *m, int pid) {
-        NpMask *nodes = np_mask_new();
-        g_autofree char *dir = np_path("/proc/%d/task", pid);
-        g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-        const char *name;
-        while (d && (name = g_dir_read_name(d))) {
-                g_autofree char *buf = NULL;
-                NpPidStat st;
-                if (np_read_filef(&buf, NULL, "/proc/%d/task/%s/stat", pid, name) < 0)
-                        continue;
-                if (np_parse_pid_stat(buf, &st) < 0)
-                        continue;
-                int n = np_topology_node_of_cpu(m->topology, (unsigned) st.processor);
-                if (n >= 0)
-                        np_mask_set(nodes, (unsigned) n);
-        }
-        if (np_mask_empty(nodes)) {
-                /* no task directory readable: the process's own last CPU */
-                NpPidStat st;
-                if (np_read_pid_stat(pid, &st) == 0) {
-                        int n = np_topology_node_of_cpu(m->topology, (unsigned) st.processor);
-                        if (n >= 0)
-                                np_mask_set(nodes, (unsigned) n);
-                }
-        }
-        return nodes;
+bool np_manager_is_excluded(NpManager *m, const NpProcess *p) {
+        return pid_in(m->excluded, p) ||
+                np_config_list_match(m->config->exclude, (unsigned) p->pid, p->comm, p->cgroup);
 }
 
-/* Read the expensive details of a significant process. -ESRCH when gone. */
-static int refresh_details(NpManager *m, NpProcess *p) {
-        NpPidStatus status = { 0 };
-        int r = np_read_pid_status(p->pid, &status);
-        if (r < 0)
-                return r;
-        np_mask_free(p->cpus_allowed);
-        np_mask_free(p->mems_allowed);
-        p->cpus_allowed = g_steal_pointer(&status.cpus_allowed);
-        p->mems_allowed = g_steal_pointer(&status.mems_allowed);
-        p->threads = status.threads;
-        np_pid_status_clear(&status);
-
-        NpNumaMaps maps = { 0 };
-        r = np_read_numa_maps(p->pid, &maps);
-        if (r < 0)
-                return r;
-        np_numa_maps_clear(&p->maps);
-        p->maps = maps;
-
-        np_mask_free(p->running_nodes);
-        p->running_nodes = running_nodes_of(m, p->pid);
-        uint64_t local = 0;
-        NP_MASK_FOREACH(n, p->running_nodes)
-                local += np_numa_maps_node_bytes(&p->maps, (unsigned) n);
-        p->locality = p->maps.total_bytes ? (double) local / (double) p->maps.total_bytes : 1.0;
-
-        g_free(p->cgroup);
-        g_free(p->unit);
-        p->cgroup = cgroup_path_of(p->pid, &p->unit);
-        return 0;
-}
+/* Hysteresis: a significant process stays so until its CPU use falls below
+ * this share of MinProcessCPU= or its memory below this share of
+ * MinProcessMemory=, so that one running right at a threshold (a duty
+ * cycle of 50% against the default 0.5 CPU) does not come and go every
+ * scan, and with it its bus object and its place in the policy's ledger. */
+#define NP_SIGNIFICANT_KEEP_CPU 0.8
+#define NP_SIGNIFICANT_KEEP_MEMORY 0.9
 
 static bool is_significant(NpManager *m, NpProcess *p) {
         const NpConfig *c = m->config;
-        if (p->state == NP_PROC_PINNED || p->state == NP_PROC_PLACED)
+        /* held, or a move of it is queued or running: the policy's ledger
+         * must count where it is going */
+        if (np_process_held(p) || p->moving_to)
                 return true;
-        if (pid_in(m->included, p) || np_config_list_match(c->include, (unsigned) p->pid, p->comm))
+        if (np_manager_is_included(m, p))
                 return true;
+        if (p->significant)
+                return (double) p->rss_bytes >= NP_SIGNIFICANT_KEEP_MEMORY * (double) c->min_process_memory &&
+                        p->cpu_usage >= NP_SIGNIFICANT_KEEP_CPU * c->min_process_cpu;
         return p->rss_bytes >= c->min_process_memory && p->cpu_usage >= c->min_process_cpu;
 }
 
-static void scan_processes(NpManager *m, GPtrArray *added, GPtrArray *removed) {
+static bool is_kernel_thread(int pid, const NpPidStat *st) {
+        return (st->flags & NP_PF_KTHREAD) || st->ppid == 2 || pid == 2;
+}
+
+static uint64_t rss_bytes_of(const NpPidStat *st) {
         static long page_size;
         if (!page_size)
                 page_size = sysconf(_SC_PAGESIZE);
-        const double hz = (double) np_clock_ticks();
-        uint64_t now = np_now_usec(CLOCK_MONOTONIC);
+        return st->rss_pages > 0 ? (uint64_t) st->rss_pages * (uint64_t) page_size : 0;
+}
 
-        g_autoptr(GArray) pids = np_list_pids();
-        for (guint i = 0; i < pids->len; i++) {
-                int pid = g_array_index(pids, int, i);
+int np_manager_update_process(NpManager *m, NpProcess *p) {
+        bool excluded = np_manager_is_excluded(m, p);
+
+        if (excluded && !np_process_held(p) && p->state != NP_PROC_EXCLUDED)
+                np_process_set_state(p, NP_PROC_EXCLUDED, NULL, p->last_placed_usec);
+        else if (!excluded && p->state == NP_PROC_EXCLUDED)
+                np_process_set_state(p, NP_PROC_OBSERVED, NULL, p->last_placed_usec);
+
+        bool sig = is_significant(m, p);
+        if (!sig)
+                np_maps_age_invalidate(&p->maps_age); /* read again when significant again */
+        if (sig && np_process_refresh(p, m->topology, m->config->locality_refresh_scans) < 0)
+                return -ESRCH;
+        if (sig != p->significant)
+                m->changes.processes = true;
+        p->significant = sig;
+        if (p->changed)
+                m->changes.processes = true;
+        return 0;
+}
+
+NpProcess *np_manager_lookup_live(NpManager *m, int pid, GError **error) {
+        NpPidStat st;
+        int r = pid > 0 ? np_read_pid_stat(pid, &st) : -ESRCH;
+        if (r < 0) {
+                if (r == -ESRCH || r == -EINVAL)
+                        g_set_error(error, NP_ERROR, NP_ERROR_NO_SUCH_PROCESS, "No process with PID %d", pid);
+                else /* e.g. EMFILE: the process may well exist */
+                        g_set_error(error, NP_ERROR, NP_ERROR_FAILED, "Cannot read /proc/%d/stat: %s", pid,
+                                    g_strerror(-r));
+                return NULL;
+        }
+        if (is_kernel_thread(pid, &st)) {
+                g_set_error(error, NP_ERROR, NP_ERROR_INVALID_ARGS, "PID %d (%s) is a kernel thread", pid, st.comm);
+                return NULL;
+        }
+        if (pid == m->self_pid) {
+                g_set_error(error, NP_ERROR, NP_ERROR_INVALID_ARGS, "PID %d is numaplaced itself", pid);
+                return NULL;
+        }
+        NpProcess *p = np_manager_process(m, pid);
+        if (p && p->starttime == st.starttime)
+                return p;
+        if (p) {
+                /* A reused pid: the old process is gone. Its records go
+                 * with the next scan's; here only the entry is replaced. */
+                g_hash_table_remove(m->processes, GINT_TO_POINTER(pid));
+                m->changes.processes = true;
+        }
+        /* Not seen by a scan yet: sample this process only. Its CPU use is
+         * known from the next scan on. */
+        p = np_process_new(pid, st.starttime);
+        p->cpu_ticks = st.utime + st.stime;
+        p->sampled_usec = np_now_usec(CLOCK_MONOTONIC);
+        np_process_set_sample(p, st.comm, 0.0, rss_bytes_of(&st), st.num_threads > 0 ? (unsigned) st.num_threads : 0);
+        g_hash_table_insert(m->processes, GINT_TO_POINTER(pid), p);
+        if (np_manager_update_process(m, p) < 0) {
+                g_hash_table_remove(m->processes, GINT_TO_POINTER(pid));
+                g_set_error(error, NP_ERROR, NP_ERROR_NO_SUCH_PROCESS, "No process with PID %d", pid);
+                return NULL;
+        }
+        return p;
+}
+
+/* A process that exited (or whose pid was reused): forget what pointed at
+ * it. The NpProcess itself is freed by the caller. */
+static void process_gone(NpManager *m, NpProcess *p) {
+        if (pid_in(m->included, p))
+                g_hash_table_remove(m->included, GINT_TO_POINTER(p->pid));
+        if (pid_in(m->excluded, p))
+                g_hash_table_remove(m->excluded, GINT_TO_POINTER(p->pid));
+        if (p->state == NP_PROC_PINNED || p->state == NP_PROC_PLACED) {
+                np_manager_changed(m, NP_MANAGER_MANAGED);
+                if (p->target)
+                        NP_MASK_FOREACH (n, p->target)
+                                np_manager_node_changed(m, (unsigned) n, NP_NODE_MANAGED);
+        }
+        /* A move in flight is settled by its own completion (np-place.c). */
+        if (m->mover && np_mover_find(m->mover, p->pid))
+                return;
+        if (m->backend && np_backend_holds(m->backend, p->pid)) {
+                /* it exited while held: drop the record and any empty cpuset */
+                np_backend_release(m->backend, p->pid);
+                log_info("Process %d (%s) exited; released its placement record", p->pid, p->comm);
+        }
+}
+
+/* Seconds since boot (/proc/uptime), 0 when unknown (fixture trees). */
+static double read_uptime(void) {
+        g_autofree char *buf = NULL;
+        if (np_read_file("/proc/uptime", &buf, NULL) < 0)
+                return 0.0;
+        return g_ascii_strtod(buf, NULL);
+}
+
+/* The CPU use of a process seen for the first time: its CPU time over its
+ * life when it started within the last two scan intervals (then that is
+ * its recent use, and a busy new process is significant at first sight);
+ * otherwise unknown until the next scan measures an interval (0). */
+static double young_cpu(NpManager *m, const NpProcEntry *e, double uptime) {
+        double hz = (double) np_clock_ticks();
+        double age = uptime - (double) e->starttime / hz;
+        if (!e->stat_read || uptime <= 0 || age < 0.5 || age > 2.0 * (double) m->scan_interval_usec / 1e6)
+                return 0.0;
+        return (double) e->ticks / hz / age;
+}
+
+/* The cheap tier asks: must stat be read for this process below the memory
+ * threshold? Yes when it is held, included, or matches Include=. */
+static bool wants_stat(void *userdata, const NpProcEntry *e) {
+        NpManager *m = userdata;
+        if (m->held_last == 0 && g_hash_table_size(m->included) == 0 && (!m->config->include || !m->config->include[0]))
+                return false; /* the common case, without a lookup */
+        NpProcess *p = np_manager_process(m, e->pid);
+        if (!p || p->starttime != e->starttime)
+                return false; /* new: the table has just read its stat */
+        return p->state == NP_PROC_PINNED || p->state == NP_PROC_PLACED || np_manager_is_included(m, p);
+}
+
+/* Does a process the manager has no record of need one? Only a process
+ * that can be significant does: at or above MinProcessMemory, included (by
+ * PID or an Include= name), or any process when Include=/Exclude= name
+ * cgroups (its cgroup is read when it is new). The others live in the cheap
+ * tier only (np-proc-table.h), which keeps the daemon's memory small on a
+ * machine of thousands of small processes; one that grows gets its record
+ * in the scan that sees it above the threshold. */
+static bool needs_record(NpManager *m, const NpProcEntry *e, bool cgroup_rules) {
+        if (cgroup_rules || e->rss_bytes >= m->config->min_process_memory)
+                return true;
+        if (g_hash_table_size(m->included) > 0 && g_hash_table_contains(m->included, GINT_TO_POINTER(e->pid)))
+                return true;
+        return m->config->include && m->config->include[0] &&
+                np_config_list_match(m->config->include, (unsigned) e->pid, e->comm, NULL);
+}
+
+/* Returns whether the set of candidates changed. */
+static bool scan_processes(NpManager *m) {
+        uint64_t now = np_now_usec(CLOCK_MONOTONIC);
+        bool changed = false;
+        bool cgroup_rules = np_config_has_cgroup_entries(m->config);
+        double uptime = read_uptime();
+
+        /* every PID, the cheap way (np-proc-table.h); details for the significant */
+        int r = np_proc_table_scan(m->proc_table, m->config->min_process_memory, wants_stat, m);
+        if (r < 0)
+                log_warning("Cannot list processes: %s", g_strerror(-r));
+        const GPtrArray *entries = np_proc_table_entries(m->proc_table);
+        unsigned held = 0;
+        for (guint i = 0; i < entries->len; i++) {
+                const NpProcEntry *e = entries->pdata[i];
+                int pid = e->pid;
                 if (pid == m->self_pid)
                         continue;
-                NpPidStat st;
-                if (np_read_pid_stat(pid, &st) < 0)
-                        continue; /* vanished: skip quietly */
-                if ((st.flags & NP_PF_KTHREAD) || st.ppid == 2 || pid == 2)
-                        continue;
+                if (e->new_this_scan)
+                        m->processes_seen++;
 
                 NpProcess *p = np_manager_process(m, pid);
-                if (p && p->starttime != st.starttime) {
+                if (p && p->starttime != e->starttime) {
                         /* pid reused: the old process is gone */
-                        g_hash_table_steal(m->processes, GINT_TO_POINTER(pid));
-                        g_ptr_array_add(removed, p);
+                        changed |= p->significant;
+                        process_gone(m, p);
+                        g_hash_table_remove(m->processes, GINT_TO_POINTER(pid));
                         p = NULL;
                 }
-                uint64_t ticks = st.utime + st.stime;
                 if (!p) {
-                        p = g_new0(NpProcess, 1);
-                        p->pid = pid;
-                        p->starttime = st.starttime;
-                        p->state = NP_PROC_OBSERVED;
+                        if (!needs_record(m, e, cgroup_rules))
+                                continue;
+                        p = np_process_new(pid, e->starttime);
                         g_hash_table_insert(m->processes, GINT_TO_POINTER(pid), p);
-                } else if (now > p->sampled_usec && ticks >= p->cpu_ticks) {
-                        p->cpu_usage = ((double) (ticks - p->cpu_ticks) / hz) /
-                                       ((double) (now - p->sampled_usec) / 1e6);
+                        if (cgroup_rules)
+                                np_process_read_cgroup(p);
                 }
-                p->cpu_ticks = ticks;
+                /* CPU use comes from the last two stat reads, which the table
+                 * makes only above MinProcessMemory (or when asked) */
+                p->cpu_ticks = e->ticks;
                 p->sampled_usec = now;
-                p->rss_bytes = st.rss_pages > 0 ? (uint64_t) st.rss_pages * (uint64_t) page_size : 0;
-                p->threads = st.num_threads > 0 ? (unsigned) st.num_threads : 0;
-                memcpy(p->comm, st.comm, sizeof p->comm);
+                double cpu = e->cpu_usage, before = p->cpu_usage;
+                p->cpu_estimated = false;
+                if (e->new_this_scan && cpu == 0.0) {
+                        cpu = young_cpu(m, e, uptime);
+                        p->cpu_estimated = cpu > 0.0;
+                }
+                if (p->cpu_estimated) {
+                        p->cpu_measured = 0;
+                } else if (e->stat_read) {
+                        if (p->cpu_measured)
+                                p->cpu_prev = before;
+                        p->cpu_measured = MIN(p->cpu_measured + 1, 2u);
+                }
+                np_process_set_sample(p, e->comm, cpu, e->rss_bytes, e->threads);
                 p->seen = true;
 
-                bool excluded = pid_in(m->excluded, p) || np_config_list_match(m->config->exclude, (unsigned) pid, p->comm);
-                if (excluded && p->state == NP_PROC_OBSERVED)
-                        p->state = NP_PROC_EXCLUDED;
-                else if (!excluded && p->state == NP_PROC_EXCLUDED)
-                        p->state = NP_PROC_OBSERVED;
-
-                bool sig = is_significant(m, p);
-                if (sig && refresh_details(m, p) < 0) {
-                        /* vanished while reading: drop it now */
+                bool was = p->significant;
+                if (np_manager_update_process(m, p) < 0) {
+                        /* vanished while reading: gone with the sweep below */
                         p->seen = false;
                         continue;
                 }
-                if (sig && !p->published)
-                        g_ptr_array_add(added, GINT_TO_POINTER(pid));
-                p->significant = sig;
+                changed |= was != p->significant;
+                held += p->state == NP_PROC_PINNED || p->state == NP_PROC_PLACED;
         }
+        m->held_last = held;
 
-        /* everything not seen is gone (or stopped being a candidate) */
+        /* everything not seen is gone */
         GHashTableIter it;
         gpointer v;
         g_hash_table_iter_init(&it, m->processes);
@@ -345,13 +452,16 @@ static void scan_processes(NpManager *m, GPtrArray *added, GPtrArray *removed) {
                         p->seen = false;
                         continue;
                 }
-                g_hash_table_iter_steal(&it);
-                g_ptr_array_add(removed, p);
+                changed |= p->significant;
+                process_gone(m, p);
+                g_hash_table_iter_remove(&it);
+                m->changes.processes = true;
         }
+        return changed;
 }
 
-/* Node hotplug: when the set of online nodes changes, reload the topology
- * and let the bus announce the node objects that came or went. */
+/* Node hotplug: when the set of online nodes changes, reload the topology;
+ * the bus layer compares the node objects it published with the new set. */
 static void refresh_topology(NpManager *m) {
         g_autofree char *buf = NULL;
         g_autoptr(NpMask) online = NULL;
@@ -367,11 +477,46 @@ static void refresh_topology(NpManager *m) {
         g_autofree char *before = np_mask_format(m->topology->online);
         g_autofree char *after = np_mask_format(t->online);
         log_notice("Online NUMA nodes changed from %s to %s", before, after);
-        NpTopology *old = m->topology;
+        np_topology_free(m->topology);
         m->topology = t;
-        np_bus_nodes_changed(m, old->online, t->online);
-        np_topology_free(old);
         g_array_set_size(m->cpu_ticks, 0);
+        np_manager_changed(m, NP_MANAGER_NODE_IDS);
+}
+
+static void note_node_changes(NpManager *m, const GArray *before, const GArray *after) {
+        for (guint i = 0; i < after->len; i++) {
+                const NpNodeSample *n = &g_array_index(after, NpNodeSample, i);
+                const NpNodeSample *o = NULL;
+                for (guint k = 0; k < before->len && !o; k++)
+                        if (g_array_index(before, NpNodeSample, k).id == n->id)
+                                o = &g_array_index(before, NpNodeSample, k);
+                uint32_t props = 0;
+                if (!o || o->mem_free_bytes != n->mem_free_bytes)
+                        props |= NP_NODE_MEMORY_FREE;
+                if (!o || o->cpu_busy != n->cpu_busy)
+                        props |= NP_NODE_CPU_BUSY;
+                if (props)
+                        np_manager_node_changed(m, n->id, props);
+        }
+}
+
+/* The daemon's own CPU use over the same interval as the nodes' (the
+ * policy does not count it as load: most of it is its moves). */
+uint64_t np_self_cpu_usec(void) {
+        struct rusage ru;
+        if (getrusage(RUSAGE_SELF, &ru) < 0)
+                return 0;
+        return (uint64_t) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * G_USEC_PER_SEC +
+                (uint64_t) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+static void sample_self_cpu(NpManager *m) {
+        uint64_t cpu = np_self_cpu_usec();
+        uint64_t now = np_now_usec(CLOCK_MONOTONIC);
+        if (m->self_cpu_at && now > m->self_cpu_at && cpu >= m->self_cpu_usec)
+                m->self_cpu = (double) (cpu - m->self_cpu_usec) / (double) (now - m->self_cpu_at);
+        m->self_cpu_usec = cpu;
+        m->self_cpu_at = now;
 }
 
 int np_manager_scan(NpManager *m) {
@@ -381,75 +526,85 @@ int np_manager_scan(NpManager *m) {
 
         g_autoptr(GArray) ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
         g_autoptr(GArray) samples = g_array_new(FALSE, TRUE, sizeof(NpNodeSample));
-        int r = np_sample_nodes(m->topology, true, m->scans ? m->cpu_ticks : NULL, ticks, samples);
-        if (r < 0) {
-                log_warning("Sampling nodes failed: %s", g_strerror(-r));
+        int ret = np_sample_nodes(m->topology, true, m->scans ? m->cpu_ticks : NULL, ticks, samples);
+        sample_self_cpu(m);
+        if (ret < 0) {
+                log_warning("Sampling the NUMA nodes failed: %s", g_strerror(-ret));
         } else {
+                note_node_changes(m, m->node_samples, samples);
                 g_array_free(m->cpu_ticks, TRUE);
                 m->cpu_ticks = g_steal_pointer(&ticks);
                 g_array_free(m->node_samples, TRUE);
                 m->node_samples = g_steal_pointer(&samples);
         }
 
-        g_autoptr(GPtrArray) added = g_ptr_array_new();
-        g_autoptr(GPtrArray) removed = g_ptr_array_new_with_free_func((GDestroyNotify) process_free);
-        scan_processes(m, added, removed);
-
-        bool candidates_changed = added->len > 0;
-        for (guint i = 0; i < removed->len; i++) {
-                NpProcess *p = removed->pdata[i];
-                candidates_changed |= p->significant;
-                if (pid_in(m->included, p))
-                        g_hash_table_remove(m->included, GINT_TO_POINTER(p->pid));
-                if (pid_in(m->excluded, p))
-                        g_hash_table_remove(m->excluded, GINT_TO_POINTER(p->pid));
-                if (m->backend && np_backend_holds(m->backend, p->pid)) {
-                        /* it exited while held: drop the record and any empty cpuset */
-                        np_backend_release(m->backend, p->pid);
-                        log_info("Process %d (%s) exited; released its placement record", p->pid, p->comm);
-                }
-        }
+        bool candidates_changed = scan_processes(m);
 
         guint64 nb = 0;
-        if (np_read_u64("/proc/sys/kernel/numa_balancing", &nb) == 0)
+        if (np_read_u64("/proc/sys/kernel/numa_balancing", &nb) == 0 && (unsigned) nb != m->kernel_numa_balancing) {
                 m->kernel_numa_balancing = (unsigned) nb;
+                np_manager_changed(m, NP_MANAGER_NUMA_BALANCING);
+        }
 
         m->scans++;
         m->last_scan_usec = np_now_usec(CLOCK_REALTIME);
         m->last_scan_duration_usec = np_now_usec(CLOCK_MONOTONIC) - start;
+        np_manager_changed(m, NP_MANAGER_SCANS | NP_MANAGER_LAST_SCAN | NP_MANAGER_DAEMON_CPU);
 
         /* Adaptive interval: quiet scans stretch it towards MaxScanIntervalSec,
          * any change in the set of candidates resets it. */
-        unsigned sig = 0;
+        unsigned sig = 0, held = 0;
         GHashTableIter it;
         gpointer v;
         g_hash_table_iter_init(&it, m->processes);
-        while (g_hash_table_iter_next(&it, NULL, &v))
-                sig += ((NpProcess *) v)->significant;
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const NpProcess *p = v;
+                sig += p->significant;
+                held += p->state == NP_PROC_PINNED || p->state == NP_PROC_PLACED;
+        }
+        m->held_last = held;
         uint64_t old_interval = m->scan_interval_usec;
         if (candidates_changed || sig != m->significant_count_last)
                 m->scan_interval_usec = m->config->scan_interval_usec;
         else
-                m->scan_interval_usec = MIN(m->scan_interval_usec + m->config->scan_interval_usec,
-                                            m->config->max_scan_interval_usec);
+                m->scan_interval_usec =
+                        MIN(m->scan_interval_usec + m->config->scan_interval_usec, m->config->max_scan_interval_usec);
         m->significant_count_last = sig;
-
-        np_bus_scan_done(m, added, removed);
         if (old_interval != m->scan_interval_usec)
-                np_bus_manager_changed(m, "ScanIntervalUSec", NULL);
-        return 0;
+                np_manager_changed(m, NP_MANAGER_SCAN_INTERVAL);
+        return ret;
 }
 
 /* ---- configuration ------------------------------------------------------ */
 
 static void apply_config(NpManager *m, NpConfig *old) {
         np_log_set_level(m->config->log_level);
+        if (m->scan_interval_usec != m->config->scan_interval_usec)
+                np_manager_changed(m, NP_MANAGER_SCAN_INTERVAL);
         m->scan_interval_usec = m->config->scan_interval_usec;
         if (old && old->backend != m->config->backend)
                 log_notice("Backend= changed from %s to %s: this takes effect at the next start",
                            np_backend_kind_to_string(old->backend), np_backend_kind_to_string(m->config->backend));
-        if (m->scan_timer)
-                sd_event_source_set_time_relative(m->scan_timer, m->scan_interval_usec);
+        if (old && old->mode != m->config->mode)
+                np_manager_changed(m, NP_MANAGER_MODE);
+        np_manager_changed(m, NP_MANAGER_CONFIG);
+        /* Include=/Exclude= may have changed: re-evaluate every process. */
+        bool cgroup_rules = np_config_has_cgroup_entries(m->config);
+        GHashTableIter it;
+        gpointer v;
+        g_hash_table_iter_init(&it, m->processes);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                NpProcess *p = v;
+                if (cgroup_rules && !p->significant)
+                        np_process_read_cgroup(p);
+                bool excluded = np_manager_is_excluded(m, p);
+                if (excluded && !np_process_held(p) && p->state != NP_PROC_EXCLUDED)
+                        np_process_set_state(p, NP_PROC_EXCLUDED, NULL, p->last_placed_usec);
+                else if (!excluded && p->state == NP_PROC_EXCLUDED)
+                        np_process_set_state(p, NP_PROC_OBSERVED, NULL, p->last_placed_usec);
+                if (p->changed)
+                        m->changes.processes = true;
+        }
 }
 
 int np_manager_reload(NpManager *m, GError **error) {
@@ -459,14 +614,14 @@ int np_manager_reload(NpManager *m, GError **error) {
                    np_now_usec(CLOCK_MONOTONIC));
         int r = np_config_load(m->config_file, &c, &e);
         if (r < 0) {
-                const char *fields[] = { "NP_CONFIG_FILE=", NULL };
-                g_autofree char *f = g_strdup_printf("NP_CONFIG_FILE=%s", m->config_file);
-                fields[0] = f;
+                g_autofree char *f = g_strdup_printf("CONFIG_FILE=%s", m->config_file);
+                const char *fields[] = { f, NULL };
                 np_log_fields(LOG_ERR, NP_MESSAGE_CONFIG_REJECTED, fields,
                               "Configuration rejected, keeping the previous one: %s", e->message);
                 g_free(m->config_error);
                 m->config_error = g_strdup(e->message);
-                np_bus_manager_changed(m, "ConfigError", NULL);
+                m->config_errors++;
+                np_manager_changed(m, NP_MANAGER_CONFIG_ERROR);
                 sd_notify(false, "READY=1\nSTATUS=Configuration rejected, previous one in force");
                 g_set_error(error, NP_ERROR, NP_ERROR_CONFIG_INVALID,
                             "Configuration rejected, the previous one stays in force: %s", e->message);
@@ -475,10 +630,11 @@ int np_manager_reload(NpManager *m, GError **error) {
         g_autoptr(NpConfig) old = m->config;
         m->config = c;
         apply_config(m, old);
+        if (*m->config_error)
+                np_manager_changed(m, NP_MANAGER_CONFIG_ERROR);
         g_free(m->config_error);
         m->config_error = g_strdup("");
         log_info("Configuration reloaded from %s", m->config_file);
-        np_bus_manager_changed(m, "ConfigError", "ConfigFiles", "Mode", "ScanIntervalUSec", NULL);
         sd_notify(false, "READY=1\nSTATUS=Configuration reloaded");
         return 0;
 }
@@ -488,113 +644,5 @@ void np_manager_pause(NpManager *m, bool paused) {
                 return;
         m->paused = paused;
         log_info("%s", paused ? "Paused: scans continue, no placement is made" : "Resumed");
-        np_bus_manager_changed(m, "Paused", NULL);
-}
-
-/* ---- event loop --------------------------------------------------------- */
-
-static void notify_status(NpManager *m) {
-        unsigned sig = 0, held = 0;
-        GHashTableIter it;
-        gpointer v;
-        g_hash_table_iter_init(&it, m->processes);
-        while (g_hash_table_iter_next(&it, NULL, &v)) {
-                NpProcess *p = v;
-                sig += p->significant;
-                held += p->state == NP_PROC_PINNED || p->state == NP_PROC_PLACED;
-        }
-        sd_notifyf(false, "STATUS=%s%u nodes, %u significant processes, %u managed, %" PRIu64 " bytes migrated",
-                   m->paused ? "Paused; " : "", m->topology->nodes->len, sig, held, m->migrated_bytes);
-}
-
-static int on_scan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        NpManager *m = userdata;
-        np_manager_scan(m);
-        notify_status(m);
-        sd_event_source_set_time_relative(s, m->scan_interval_usec);
-        sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-        return 0;
-}
-
-static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        NpManager *m = userdata;
-        log_info("Received %s, stopping", strsignal((int) si->ssi_signo));
-        sd_notify(false, "STOPPING=1\nSTATUS=Stopping");
-        m->quitting = true;
-        return sd_event_exit(sd_event_source_get_event(s), 0);
-}
-
-static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        NpManager *m = userdata;
-        log_info("Received SIGHUP, reloading configuration");
-        (void) np_manager_reload(m, NULL);
-        return 0;
-}
-
-static int connect_bus(NpManager *m) {
-        int r = sd_bus_open_system(&m->bus);
-        if (r < 0) {
-                log_error("Cannot connect to the system bus: %s", strerror(-r));
-                return r;
-        }
-        r = np_bus_register(m);
-        if (r < 0)
-                return r;
-        r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
-        if (r < 0)
-                return r;
-        r = sd_bus_request_name(m->bus, NP_BUS_NAME, 0);
-        if (r < 0) {
-                log_error("Cannot own the bus name %s: %s (is another numaplaced running, or is "
-                          "the D-Bus policy org.numaplaced1.conf not installed?)",
-                          NP_BUS_NAME, strerror(-r));
-                return r;
-        }
-        return 0;
-}
-
-int np_manager_run(NpManager *m) {
-        int r = sd_event_default(&m->event);
-        if (r < 0)
-                return r;
-        sigset_t ss;
-        sigemptyset(&ss);
-        sigaddset(&ss, SIGTERM);
-        sigaddset(&ss, SIGINT);
-        sigaddset(&ss, SIGHUP);
-        sigprocmask(SIG_BLOCK, &ss, NULL);
-        sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m);
-        sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, m);
-        sd_event_add_signal(m->event, NULL, SIGHUP, on_hup, m);
-        sd_event_set_watchdog(m->event, true);
-
-        r = connect_bus(m);
-        if (r < 0)
-                return r;
-
-        np_manager_scan(m);
-        r = sd_event_add_time_relative(m->event, &m->scan_timer, CLOCK_MONOTONIC, m->scan_interval_usec, 0,
-                                       on_scan_timer, m);
-        if (r < 0)
-                return r;
-        sd_event_source_set_description(m->scan_timer, "scan-timer");
-        sd_event_source_set_enabled(m->scan_timer, SD_EVENT_ONESHOT);
-
-        log_info("numaplaced %s running: %u nodes, backend %s, mode %s, scanning every %.1f s", NP_VERSION,
-                 m->topology->nodes->len, m->backend_name, np_mode_to_string(m->config->mode),
-                 (double) m->config->scan_interval_usec / 1e6);
-        sd_notify(false, "READY=1");
-        m->ready_sent = true;
-        notify_status(m);
-
-        r = sd_event_loop(m->event);
-
-        if (m->backend) {
-                if (m->config->release_on_stop) {
-                        np_backend_release_all(m->backend);
-                        log_info("Released every managed process (ReleaseOnStop=yes)");
-                } else
-                        log_info("Leaving managed processes confined (ReleaseOnStop=no); the next start releases them");
-        }
-        return r;
+        np_manager_changed(m, NP_MANAGER_PAUSED);
 }

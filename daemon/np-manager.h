@@ -1,106 +1,151 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 /*
  * The manager owns the daemon's state: configuration, topology, the last
- * node and process samples, counters and the backend. It runs scan -> decide
- * -> act on sd-event timers. The bus glue (np-bus.c) only maps D-Bus calls
- * and properties onto the functions and fields here.
+ * node and process samples, counters, the backend and the mover. A scan
+ * (np_manager_scan(), run by the daemon's timer) refreshes the samples; the
+ * placement path (np-place.h) and the actions (Forget, Include, Exclude)
+ * change processes. The manager knows nothing of D-Bus: everything that
+ * changes a published value is recorded in m->changes (and in each
+ * NpProcess's `changed` mask), and the bus layer (np-bus.c) publishes it
+ * once per event loop iteration.
  */
 #include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
 #include "np-backend.h"
 #include "np-config.h"
-#include "np-migrate.h"
+#include "np-error.h"
+#include "np-mover.h"
 #include "np-nodemask.h"
+#include "np-proc-table.h"
+#include "np-process.h"
 #include "np-sample.h"
 #include "np-topology.h"
 
+/* Published properties of org.numaplaced1.Manager that change (bits of
+ * NpChanges.manager). */
 typedef enum {
-        NP_PROC_OBSERVED, /* significant, sampled, not touched */
-        NP_PROC_PINNED,   /* placed by Place(); held until Forget() */
-        NP_PROC_PLACED,   /* placed by the daemon's policy */
-        NP_PROC_EXCLUDED, /* Exclude= or Exclude(): never touched */
-} NpProcState;
+        NP_MANAGER_MODE = 1u << 0,
+        NP_MANAGER_PAUSED = 1u << 1,
+        NP_MANAGER_SCAN_INTERVAL = 1u << 2,
+        NP_MANAGER_SCANS = 1u << 3,
+        NP_MANAGER_LAST_SCAN = 1u << 4, /* LastScanTimestamp, LastScanDurationUSec */
+        NP_MANAGER_DAEMON_CPU = 1u << 5,
+        NP_MANAGER_NODE_IDS = 1u << 6,
+        NP_MANAGER_MANAGED = 1u << 7,
+        NP_MANAGER_MIGRATION = 1u << 8, /* MigratedBytes, MigrationCalls, MigrationFailedPages */
+        NP_MANAGER_NUMA_BALANCING = 1u << 9,
+        NP_MANAGER_CONFIG = 1u << 10, /* ConfigFiles */
+        NP_MANAGER_CONFIG_ERROR = 1u << 11,
+} NpManagerProp;
 
-const char *np_proc_state_to_string(NpProcState s);
+/* Published properties of org.numaplaced1.Node that change. */
+typedef enum {
+        NP_NODE_MEMORY_FREE = 1u << 0,
+        NP_NODE_CPU_BUSY = 1u << 1,
+        NP_NODE_MANAGED = 1u << 2,
+} NpNodeProp;
 
+/* Why a placement is made (np-place.h). */
+typedef enum {
+        NP_PLACE_MANUAL, /* Place(): the process is pinned there until Forget() */
+        NP_PLACE_POLICY, /* the daemon's policy: State "placed" */
+        NP_PLACE_REBALANCE, /* the policy again, for a placed process whose nodes became crowded */
+        _NP_PLACE_REASON_MAX,
+} NpPlaceReason;
+
+/* "manual", "policy", "rebalance". */
+const char *np_place_reason_to_string(NpPlaceReason r);
+
+/* A placement that was carried out, for the ProcessPlaced signal. */
 typedef struct {
         int pid;
-        uint64_t starttime;        /* clock ticks after boot: identity with pid */
         char comm[NP_COMM_MAX];
-        uint64_t cpu_ticks;        /* utime+stime at the last scan */
-        uint64_t sampled_usec;     /* CLOCK_MONOTONIC of that sample */
-        double cpu_usage;          /* CPUs, over the last interval */
-        uint64_t rss_bytes;
-        unsigned threads;
-        bool significant;          /* published and sampled in detail */
-        bool seen;                 /* seen in the current scan */
-        NpMask *cpus_allowed;      /* significant only */
-        NpMask *mems_allowed;      /* significant only */
-        NpMask *running_nodes;     /* nodes of the threads' last CPUs (significant only) */
-        NpNumaMaps maps;           /* significant only */
-        double locality;           /* share of memory on running_nodes, 0..1 */
-        NpProcState state;
-        NpMask *target;            /* nodes it was placed on, or NULL */
-        uint64_t last_placed_usec; /* CLOCK_REALTIME, 0 = never */
-        char *cgroup;              /* cpuset (v1) or unified (v2) path */
-        char *unit;                /* systemd unit from the cgroup path, or "" */
-        bool published;            /* has a bus object (InterfacesAdded sent) */
-} NpProcess;
+        NpMask *from;
+        NpMask *to;
+        uint64_t moved_bytes;
+        uint64_t usec;
+} NpPlacedEvent;
+
+void np_placed_event_free(NpPlacedEvent *e);
+
+/* What changed since the bus layer last published (it clears what it took). */
+typedef struct {
+        uint32_t manager; /* NpManagerProp bits */
+        GHashTable *nodes; /* node id -> NpNodeProp bits */
+        bool processes; /* some NpProcess has changed bits, or the set of
+                         * significant processes may have changed */
+        GQueue placed; /* NpPlacedEvent*, in order */
+} NpChanges;
 
 typedef struct NpManager {
-        sd_event *event;
-        sd_bus *bus;
-        sd_event_source *scan_timer;
+        sd_event *event; /* the main loop (NULL for --once) */
 
-        char *config_file;         /* main file (--config or the default) */
+        char *config_file; /* main file (--config or the default) */
         NpConfig *config;
-        char *config_error;        /* "" or the last rejected reload's message */
+        char *config_error; /* "" or the last rejected reload's message */
+        uint64_t config_errors; /* rejected reloads since start */
         char *runtime_dir;
 
         NpTopology *topology;
-        GArray *node_samples;      /* NpNodeSample, one per topology node */
-        GArray *cpu_ticks;         /* NpCpuTicks from the last scan */
-        GHashTable *processes;     /* pid -> NpProcess* */
-        GHashTable *included;      /* pid -> starttime (Include()) */
-        GHashTable *excluded;      /* pid -> starttime (Exclude()) */
+        GArray *node_samples; /* NpNodeSample, one per topology node */
+        GArray *cpu_ticks; /* NpCpuTicks from the last scan */
+        GHashTable *processes; /* pid -> NpProcess* */
+        NpProcTable *proc_table; /* the cheap per-PID tier, kept descriptors */
+        GHashTable *included; /* pid -> starttime (Include()) */
+        GHashTable *excluded; /* pid -> starttime (Exclude()) */
 
-        NpBackend *backend;        /* NULL when none could be set up (advise only) */
+        NpBackend *backend; /* NULL when none could be set up */
         char *backend_name;
+        NpMover *mover; /* NULL until np_place_setup() */
 
         bool paused;
         uint64_t scan_interval_usec; /* in force now (adaptive) */
-        uint64_t scans;
-        uint64_t last_scan_usec;     /* CLOCK_REALTIME */
+        uint64_t scans; /* timer scans (never method calls) */
+        uint64_t last_scan_usec; /* CLOCK_REALTIME */
         uint64_t last_scan_duration_usec;
         unsigned significant_count_last;
+        unsigned held_last; /* pinned or placed processes at the last scan (or since a placement) */
+        uint64_t processes_seen; /* distinct processes the scans have found (a reused pid counts again) */
 
         uint64_t migrated_bytes;
         uint64_t migration_calls;
         uint64_t migration_failed_pages;
+        uint64_t placements[_NP_PLACE_REASON_MAX]; /* placements carried out, by reason */
 
-        bool ready_sent;
-        bool quitting;
         int self_pid;
+        double self_cpu; /* CPUs the daemon used between the last two node samples */
+        uint64_t self_cpu_usec; /* its user+system time at the last node sample */
+        uint64_t self_cpu_at; /* CLOCK_MONOTONIC of that sample */
         unsigned kernel_numa_balancing; /* /proc/sys/kernel/numa_balancing at the last scan */
+
+        NpChanges changes;
 } NpManager;
 
 /* Create a manager with a loaded config (the caller loaded and validated it;
  * ownership passes). Topology is loaded here. Returns NULL with *error set. */
 NpManager *np_manager_new(const char *config_file, NpConfig *config, GError **error);
+/* Frees memory only (the backend's placements stay, see np_backend_free()).
+ * Stop the mover first (np_place_shutdown()). */
 void np_manager_free(NpManager *m);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpManager, np_manager_free)
 
-/* Set up the confinement backend (enforce mode). Never fatal: on failure the
- * daemon logs why and runs with Backend "none" (Place() then fails). */
+/* Set up the confinement backend (which also recovers what a crashed
+ * instance left). Never fatal: on failure the daemon logs why and runs with
+ * Backend "none" (Place() then fails with NotSupported). */
 void np_manager_setup_backend(NpManager *m);
 
-/* One scan: sample nodes and processes, refresh significant processes'
- * details, update bus objects. Returns 0 or negative errno (topology gone). */
+/*
+ * One scan: sample the nodes and every process, read the details of the
+ * significant ones, drop processes that exited (releasing their records),
+ * adapt the scan interval, count it (Scans). Records what changed.
+ * Returns 0, or a negative errno when the nodes cannot be sampled (e.g.
+ * -ENOENT when the topology is gone); the process sample is still taken.
+ */
 int np_manager_scan(NpManager *m);
 
 /* Reload the configuration. 0 on success; on error the old configuration
@@ -109,42 +154,44 @@ int np_manager_reload(NpManager *m, GError **error);
 
 void np_manager_pause(NpManager *m, bool paused);
 
-/* Human-readable state (Dump(), --once). Caller frees. */
+/* Human-readable state (Dump(), --once). Caller frees. (np-dump.c) */
 char *np_manager_dump(NpManager *m);
 
-/* Run the event loop until SIGTERM/SIGINT. Connects to the system bus and
- * requests org.numaplaced1. Returns 0 or negative errno. */
-int np_manager_run(NpManager *m);
-
-/* Manual placement (Place()): confine pid to nodes and migrate its memory.
- * Returns 0 with *moved_bytes, or negative errno with *error set (D-Bus
- * names in np-bus.h map from the GError codes below). */
-int np_manager_place(NpManager *m, int pid, const NpMask *nodes, uint64_t *moved_bytes, GError **error);
-/* Forget(): drop Include/Exclude/pin for pid and release it if held. */
-int np_manager_forget(NpManager *m, int pid, GError **error);
-int np_manager_include(NpManager *m, int pid, GError **error);
-int np_manager_exclude(NpManager *m, int pid, GError **error);
+/* The process with this pid, or NULL. */
+NpProcess *np_manager_process(NpManager *m, int pid);
+/*
+ * The process (pid, live) for an action on it, sampled now when the scans
+ * have not seen it (or its pid was reused): only that process is read, never
+ * a full scan. Returns NULL with *error set: NP_ERROR_NO_SUCH_PROCESS,
+ * NP_ERROR_INVALID_ARGS for a kernel thread or the daemon itself, or
+ * NP_ERROR_FAILED when /proc/PID/stat cannot be read (e.g. out of
+ * descriptors).
+ */
+NpProcess *np_manager_lookup_live(NpManager *m, int pid, GError **error);
+/* Is the process included (Include= or Include()) / excluded? */
+bool np_manager_is_included(NpManager *m, const NpProcess *p);
+bool np_manager_is_excluded(NpManager *m, const NpProcess *p);
+/* Recompute p's significance and excluded state after an action changed
+ * the Include/Exclude sets; reads its details when it became significant.
+ * 0 or -ESRCH (vanished). */
+int np_manager_update_process(NpManager *m, NpProcess *p);
 
 /* Held pids (pinned or placed), sorted. */
 GArray *np_manager_managed_pids(NpManager *m);
 /* Held pids whose target includes node. */
 GArray *np_manager_managed_pids_on(NpManager *m, unsigned node);
 
-NpProcess *np_manager_process(NpManager *m, int pid);
 const NpNodeSample *np_manager_node_sample(NpManager *m, unsigned node);
 
-/* Error domain for manager operations, mapped to D-Bus errors by np-bus. */
-#define NP_ERROR (np_error_quark())
-GQuark np_error_quark(void);
-typedef enum {
-        NP_ERROR_FAILED,
-        NP_ERROR_INVALID_ARGS,
-        NP_ERROR_NO_SUCH_PROCESS,
-        NP_ERROR_NO_SUCH_NODE,
-        NP_ERROR_CONFIG_INVALID,
-        NP_ERROR_NOT_SUPPORTED,
-        NP_ERROR_MIGRATION_FAILED,
-} NpErrorCode;
+/* Record changes. */
+void np_manager_changed(NpManager *m, uint32_t manager_props);
+void np_manager_node_changed(NpManager *m, unsigned node, uint32_t node_props);
+/* The process's state, target or memory changed: mark it and, for state or
+ * target changes, the Manager's and nodes' ManagedProcesses. */
+void np_manager_process_changed(NpManager *m, NpProcess *p, const NpMask *old_target);
+
+/* The daemon's own user+system CPU time (all threads), in microseconds. */
+uint64_t np_self_cpu_usec(void);
 
 /* monotonic/realtime clock in microseconds */
 uint64_t np_now_usec(clockid_t clock);

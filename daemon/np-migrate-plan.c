@@ -42,10 +42,13 @@ GArray *np_plan_migration(const NpMask *from, const NpMask *to, bool skip_overla
          * that are skipped or map to themselves never move but stay pending
          * for the whole loop, exactly as in the kernel. */
         g_autoptr(GArray) movers = g_array_new(FALSE, FALSE, sizeof(NpMovePair));
-        NP_MASK_FOREACH(s, from) {
+        g_autoptr(GArray) to_ids = np_mask_to_u32_array(to);
+        unsigned ord = 0; /* s is the ord-th node of from: node_remap() in O(1) */
+        NP_MASK_FOREACH (s, from) {
+                unsigned n = ord++;
                 if (skip && np_mask_test(to, (unsigned) s))
                         continue;
-                unsigned d = np_node_remap((unsigned) s, from, to);
+                unsigned d = to_ids->len ? g_array_index(to_ids, guint32, n % to_ids->len) : (unsigned) s;
                 if (d != (unsigned) s)
                         plan_append(movers, (unsigned) s, d);
         }
@@ -77,8 +80,7 @@ GArray *np_plan_migration(const NpMask *from, const NpMask *to, bool skip_overla
         return plan;
 }
 
-GArray *np_plan_migration_present(const NpMask *from, const NpMask *to, bool skip_overlap,
-                                  const NpMask *present) {
+GArray *np_plan_migration_present(const NpMask *from, const NpMask *to, bool skip_overlap, const NpMask *present) {
         GArray *plan = g_array_new(FALSE, FALSE, sizeof(NpMovePair));
 
         g_return_val_if_fail(from, plan);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 /*
  * The migration planner: pure, no I/O. Given the node set a task's memory may
@@ -15,6 +16,12 @@
 #include <glib.h>
 #include <stdbool.h>
 #include "np-nodemask.h"
+
+/* The highest node id any Linux kernel can have: MAX_NUMNODES - 1 with the
+ * largest NODES_SHIFT an architecture allows (10). Node lists from outside
+ * (D-Bus) are refused above it; the planner's cost grows with the square of
+ * the number of nodes, which this bounds. */
+#define NP_NODE_MAX_ID 1023u
 
 typedef struct {
         unsigned src;
@@ -35,8 +42,7 @@ GArray *np_plan_migration(const NpMask *from, const NpMask *to, bool skip_overla
  * start and none moved there by an earlier pair) is dropped. Returns a new
  * GArray of NpMovePair.
  */
-GArray *np_plan_migration_present(const NpMask *from, const NpMask *to, bool skip_overlap,
-                                  const NpMask *present);
+GArray *np_plan_migration_present(const NpMask *from, const NpMask *to, bool skip_overlap, const NpMask *present);
 
 /* "7 -> 4\n6 -> 3\n..." (one pair a line, trailing newline). Caller frees. */
 char *np_plan_format(const GArray *plan);

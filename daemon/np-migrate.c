@@ -4,8 +4,6 @@
  * accounting from numa_maps, optional pacing to [Migration] MaxRate=.
  */
 #include <errno.h>
-#include <signal.h>
-#include <systemd/sd-daemon.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -73,8 +71,7 @@ static bool refilled_later(const GArray *plan, guint i, guint n_done, unsigned n
         return false;
 }
 
-uint64_t np_migrate_moved_bytes(const GArray *plan, guint n_done, const NpNumaMaps *before,
-                                const NpNumaMaps *after) {
+uint64_t np_migrate_moved_bytes(const GArray *plan, guint n_done, const NpNumaMaps *before, const NpNumaMaps *after) {
         g_return_val_if_fail(plan, 0);
         g_return_val_if_fail(before, 0);
 
@@ -178,42 +175,36 @@ static bool process_gone(pid_t pid) {
 
 static void log_pair_failure(pid_t pid, const NpMovePair *p, long err) {
         char f_pid[32], f_src[32], f_dst[32], f_errno[32];
-        snprintf(f_pid, sizeof(f_pid), "NP_PID=%d", (int) pid);
-        snprintf(f_src, sizeof(f_src), "NP_SRC_NODE=%u", p->src);
-        snprintf(f_dst, sizeof(f_dst), "NP_DST_NODE=%u", p->dst);
+        snprintf(f_pid, sizeof(f_pid), "PID=%d", (int) pid);
+        snprintf(f_src, sizeof(f_src), "FROM=%u", p->src);
+        snprintf(f_dst, sizeof(f_dst), "TO=%u", p->dst);
         snprintf(f_errno, sizeof(f_errno), "ERRNO=%ld", -err);
         const char *const fields[] = { f_pid, f_src, f_dst, f_errno, NULL };
 
         np_log_fields(LOG_WARNING, NP_MESSAGE_MIGRATION_FAILED, fields,
-                      "migrate_pages(pid %d, node %u -> node %u) failed: %s; plan abandoned",
-                      (int) pid, p->src, p->dst, g_strerror((int) -err));
+                      "migrate_pages(pid %d, node %u -> node %u) failed: %s; plan abandoned", (int) pid, p->src, p->dst,
+                      g_strerror((int) -err));
 }
 
-/* A stop was asked for: SIGTERM or SIGINT is pending. The daemon blocks them
- * and takes them from a signalfd, so they wait here until the loop runs. */
-static bool stop_pending(void) {
-        sigset_t set;
-        if (sigpending(&set) < 0)
-                return false;
-        return sigismember(&set, SIGTERM) == 1 || sigismember(&set, SIGINT) == 1;
+static bool cancelled(const gint *cancel) {
+        return cancel && g_atomic_int_get(cancel);
 }
 
-/* Sleep for MaxRate in slices, keeping the watchdog fed and giving up when a
- * stop is pending. Returns false when the plan should end now. */
-static bool pace_sleep(uint64_t usec) {
-        const uint64_t slice = 100 * 1000;
+/* Sleep for MaxRate in slices, giving up when the move is cancelled.
+ * Returns false when the plan should end now. */
+static bool pace_sleep(uint64_t usec, const gint *cancel) {
+        const uint64_t slice = 50 * 1000;
         while (usec > 0) {
-                if (stop_pending())
+                if (cancelled(cancel))
                         return false;
                 uint64_t d = MIN(usec, slice);
                 g_usleep((gulong) d);
                 usec -= d;
-                sd_notify(false, "WATCHDOG=1");
         }
-        return !stop_pending();
+        return !cancelled(cancel);
 }
 
-int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, NpMigrateResult *r) {
+int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, const gint *cancel, NpMigrateResult *r) {
         g_return_val_if_fail(r, -EINVAL);
 
         memset(r, 0, sizeof(*r));
@@ -235,8 +226,7 @@ int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, NpMigra
                 return r->error;
         }
         if (k < 0)
-                log_debug("pid %d: numa_maps unreadable (%s), accounting will be empty",
-                          (int) pid, g_strerror(-k));
+                log_debug("pid %d: numa_maps unreadable (%s), accounting will be empty", (int) pid, g_strerror(-k));
 
         /* The simulated per-node state drives the pacing estimate: each pair
          * moves what its source holds at that point of the plan. */
@@ -248,9 +238,8 @@ int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, NpMigra
         for (guint i = 0; i < plan->len; i++) {
                 const NpMovePair *p = &g_array_index(plan, NpMovePair, i);
 
-                if (stop_pending()) {
-                        log_info("Stop requested: migration of pid %d ends after %u of %u pairs", (int) pid, i,
-                                 plan->len);
+                if (cancelled(cancel)) {
+                        log_info("Migration of pid %d cancelled after %u of %u pairs", (int) pid, i, plan->len);
                         r->error = -ECANCELED;
                         break;
                 }
@@ -259,12 +248,16 @@ int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, NpMigra
 
                 if (ret < 0) {
                         if (ret == -ESRCH || (ret == -EINVAL && process_gone(pid))) {
-                                log_debug("pid %d went away during migration (%u -> %u)",
-                                          (int) pid, p->src, p->dst);
+                                log_debug("pid %d went away during migration (%u -> %u)", (int) pid, p->src, p->dst);
                                 r->error = -ESRCH;
                         } else {
                                 log_pair_failure(pid, p, ret);
                                 r->error = (int) ret;
+                                /* the kernel may have moved part of the
+                                 * source before failing (ENOMEM when the
+                                 * destination filled up): numa_maps after
+                                 * says what left it */
+                                n_done++;
                         }
                         break;
                 }
@@ -282,11 +275,11 @@ int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, NpMigra
                         int64_t now = g_get_monotonic_time();
                         uint64_t wait = np_migrate_pace_usec(paced_bytes, max_rate, (uint64_t) (now - t0));
                         if (wait > 0) {
-                                bool go_on = pace_sleep(wait);
+                                bool go_on = pace_sleep(wait, cancel);
                                 r->paced_usec += (uint64_t) (g_get_monotonic_time() - now);
                                 if (!go_on && i + 1 < plan->len) {
-                                        log_info("Stop requested: migration of pid %d ends after %u of %u pairs",
-                                                 (int) pid, i + 1, plan->len);
+                                        log_info("Migration of pid %d cancelled after %u of %u pairs", (int) pid, i + 1,
+                                                 plan->len);
                                         r->error = -ECANCELED;
                                         break;
                                 }

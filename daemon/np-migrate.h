@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 /*
  * The migration executor: carries out a plan with migrate_pages(2), one
@@ -12,14 +13,14 @@
 #include "np-sample.h"
 
 typedef struct {
-        uint64_t moved_bytes;     /* bytes the calls moved, see np_migrate_moved_bytes() */
-        uint64_t calls;           /* migrate_pages() calls made */
-        uint64_t failed_pages;    /* sum of positive migrate_pages() returns (pages not moved) */
-        uint64_t usec;            /* wall time of the whole execution, including pacing */
-        uint64_t paced_usec;      /* part of usec spent sleeping for MaxRate */
-        int error;                /* 0, or the first hard error (-EPERM, -EINVAL, ...); -ESRCH when the process went away */
-        NpNumaMaps before;        /* per-node pages before (empty if unreadable) */
-        NpNumaMaps after;         /* per-node pages after (empty if the process is gone) */
+        uint64_t moved_bytes; /* bytes the calls moved, see np_migrate_moved_bytes() */
+        uint64_t calls; /* migrate_pages() calls made */
+        uint64_t failed_pages; /* sum of positive migrate_pages() returns (pages not moved) */
+        uint64_t usec; /* wall time of the whole execution, including pacing */
+        uint64_t paced_usec; /* part of usec spent sleeping for MaxRate */
+        int error; /* 0, or the first hard error (-EPERM, -EINVAL, ...); -ESRCH when the process went away */
+        NpNumaMaps before; /* per-node pages before (empty if unreadable) */
+        NpNumaMaps after; /* per-node pages after (empty if the process is gone) */
 } NpMigrateResult;
 
 /* Frees before/after and zeroes the result. Safe on a zeroed result. */
@@ -38,14 +39,15 @@ void np_migrate_result_clear(NpMigrateResult *r);
  * therefore as fine as one pair, i.e. one node's worth of the process's
  * memory: a single call is never split, so one call may run at full speed
  * and the sleep that follows brings the average back to max_rate. A
- * one-pair plan is paced only by the sleep after it (which delays the return
- * and so the daemon's next move). When numa_maps could not be read before,
- * the estimate is 0 and nothing is paced. The sleep is taken in slices of
- * 100 ms; between slices the systemd watchdog is fed (sd_notify WATCHDOG=1)
- * and a pending SIGTERM or SIGINT (the daemon blocks both and reads them from
- * a signalfd) ends the plan: the rest of it is skipped and -ECANCELED is
- * returned. The same check runs before every call, so a stop waits for at
- * most one migrate_pages() call.
+ * one-pair plan is paced only by the sleep after it (which delays the end of
+ * the move and so the daemon's next move). When numa_maps could not be read
+ * before, the estimate is 0 and nothing is paced.
+ *
+ * Cancelling: `cancel` (may be NULL) is read atomically before every call
+ * and between the 50 ms slices of every pacing sleep; when it is non-zero
+ * the rest of the plan is skipped and -ECANCELED is returned. So a cancel
+ * waits for at most one migrate_pages() call. The executor runs on the
+ * mover's worker thread (np-mover.h), never on the daemon's main loop.
  *
  * Returns 0 when the plan ran to the end (pages that could not be moved are
  * counted in failed_pages, not an error); -ESRCH when the process exited
@@ -55,18 +57,20 @@ void np_migrate_result_clear(NpMigrateResult *r);
  * np_migrate_moved_bytes()); another negative errno (-EPERM, -EINVAL, ...)
  * for a hard failure: logged as a warning with NP_MESSAGE_MIGRATION_FAILED,
  * naming the pid, the pair and the error; the rest of the plan is skipped.
- * -ECANCELED when a stop was pending (see pacing). -EINVAL without a call
+ * -ECANCELED when cancelled (see above). -EINVAL without a call
  * when pid <= 0 or plan is NULL.
  *
  * `r` is always filled; it is overwritten, not freed first: release it with
  * np_migrate_result_clear() before reusing it. before/after are then valid
  * (possibly empty) NpNumaMaps with a non-NULL per_node array.
  */
-int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, NpMigrateResult *r);
+int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, const gint *cancel, NpMigrateResult *r);
 
 /*
  * moved_bytes, from numa_maps truth, chain-aware (pure). The first n_done
- * pairs of `plan` were carried out (calls that returned >= 0).
+ * pairs of `plan` were carried out (calls that returned >= 0, and a last
+ * call that failed with a hard error, which may have moved part of its
+ * source first: np_migrate_execute() counts it).
  *
  * Walks the pairs over a per-node state initialised from `before`: a pair
  * moves what its source holds at that point, minus what stayed there, onto
@@ -85,8 +89,7 @@ int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, NpMigra
  * refilled source are over-counted (they are in failed_pages). after == NULL
  * (process gone) gives the estimate that every pair moved all its source held.
  */
-uint64_t np_migrate_moved_bytes(const GArray *plan, guint n_done, const NpNumaMaps *before,
-                                const NpNumaMaps *after);
+uint64_t np_migrate_moved_bytes(const GArray *plan, guint n_done, const NpNumaMaps *before, const NpNumaMaps *after);
 
 /*
  * The pacing computation (pure): microseconds to sleep so that done_bytes <=

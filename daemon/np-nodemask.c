@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "np-nodemask.h"
 
 #include <ctype.h>
@@ -52,6 +53,19 @@ NpMask *np_mask_from_array(const unsigned *ids, size_t n) {
 void np_mask_set(NpMask *m, unsigned bit) {
         grow(m, bit);
         m->words[bit / WORD_BITS] |= UINT64_C(1) << (bit % WORD_BITS);
+}
+
+void np_mask_set_range(NpMask *m, unsigned lo, unsigned hi) {
+        if (hi < lo)
+                return;
+        grow(m, hi);
+        for (unsigned w = lo / WORD_BITS; w <= hi / WORD_BITS; w++) {
+                unsigned from = w == lo / WORD_BITS ? lo % WORD_BITS : 0;
+                unsigned to = w == hi / WORD_BITS ? hi % WORD_BITS : WORD_BITS - 1;
+                uint64_t bits =
+                        (to - from == WORD_BITS - 1) ? UINT64_MAX : ((UINT64_C(1) << (to - from + 1)) - 1) << from;
+                m->words[w] |= bits;
+        }
 }
 
 void np_mask_clear(NpMask *m, unsigned bit) {
@@ -142,7 +156,7 @@ int np_mask_last(const NpMask *m) {
 
 int np_mask_nth(const NpMask *m, unsigned n) {
         unsigned k = 0;
-        NP_MASK_FOREACH(b, m) {
+        NP_MASK_FOREACH (b, m) {
                 if (k++ == n)
                         return b;
         }
@@ -153,7 +167,7 @@ int np_mask_ord(const NpMask *m, unsigned bit) {
         if (!np_mask_test(m, bit))
                 return -1;
         int k = 0;
-        NP_MASK_FOREACH(b, m) {
+        NP_MASK_FOREACH (b, m) {
                 if ((unsigned) b == bit)
                         return k;
                 k++;
@@ -225,11 +239,7 @@ int np_mask_parse(const char *s, NpMask **out) {
                                 return -EINVAL;
                         p = skip_ws(p);
                 }
-                for (unsigned b = lo;; b++) {
-                        np_mask_set(m, b);
-                        if (b == hi)
-                                break;
-                }
+                np_mask_set_range(m, lo, hi);
                 if (*p == ',') {
                         p = skip_ws(p + 1);
                         if (!*p)
@@ -270,7 +280,7 @@ unsigned long *np_mask_to_ulongs(const NpMask *m, unsigned min_bits, unsigned lo
         if (nlongs == 0)
                 nlongs = 1;
         unsigned long *v = g_new0(unsigned long, nlongs);
-        NP_MASK_FOREACH(b, m)
+        NP_MASK_FOREACH (b, m)
                 v[(unsigned) b / lbits] |= 1UL << ((unsigned) b % lbits);
         *nbits = nlongs * lbits;
         return v;
@@ -278,7 +288,7 @@ unsigned long *np_mask_to_ulongs(const NpMask *m, unsigned min_bits, unsigned lo
 
 GArray *np_mask_to_u32_array(const NpMask *m) {
         GArray *a = g_array_new(FALSE, FALSE, sizeof(guint32));
-        NP_MASK_FOREACH(b, m) {
+        NP_MASK_FOREACH (b, m) {
                 guint32 v = (guint32) b;
                 g_array_append_val(a, v);
         }

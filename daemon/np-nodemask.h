@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 /*
  * NpMask: a growable bitmap of node or CPU ids of any size (sparse ids and
@@ -21,6 +22,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpMask, np_mask_free)
 NpMask *np_mask_from_array(const unsigned *ids, size_t n);
 
 void np_mask_set(NpMask *m, unsigned bit);
+/* Set every bit from lo to hi inclusive (nothing when hi < lo). */
+void np_mask_set_range(NpMask *m, unsigned lo, unsigned hi);
 void np_mask_clear(NpMask *m, unsigned bit);
 void np_mask_zero(NpMask *m);
 bool np_mask_test(const NpMask *m, unsigned bit);

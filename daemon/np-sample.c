@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "np-sample.h"
 
 #include <dirent.h>
@@ -150,8 +151,8 @@ static double cpu_busy_fraction(const GArray *prev, const GArray *cur, unsigned 
         return f > 1.0 ? 1.0 : f;
 }
 
-int np_sample_nodes(const NpTopology *t, bool inactive_file_is_free, const GArray *prev_ticks,
-                    GArray *ticks_out, GArray *out) {
+int np_sample_nodes(const NpTopology *t, bool inactive_file_is_free, const GArray *prev_ticks, GArray *ticks_out,
+                    GArray *out) {
         if (!t || !out)
                 return -EINVAL;
         g_autoptr(GArray) own_ticks = NULL;
@@ -192,7 +193,7 @@ int np_sample_nodes(const NpTopology *t, bool inactive_file_is_free, const GArra
                 if (inactive_file_is_free && np_parse_meminfo_value(mi, "Inactive(file)", &v) == 0)
                         s.mem_free_bytes += v;
 
-                NP_MASK_FOREACH(cpu, n->cpus)
+                NP_MASK_FOREACH (cpu, n->cpus)
                         s.cpu_busy += cpu_busy_fraction(prev_ticks, ticks_out, (unsigned) cpu);
 
                 g_array_append_val(out, s);
@@ -445,7 +446,7 @@ static int numa_maps_line(const char *p, const char *eol, GArray *line_pages, GA
                 return -EINVAL;
         q = skip_blanks(q);
         bool interleave = (eol - q >= 10 && memcmp(q, "interleave", 10) == 0) ||
-                          (eol - q >= 19 && memcmp(q, "weighted interleave", 19) == 0);
+                (eol - q >= 19 && memcmp(q, "weighted interleave", 19) == 0);
 
         uint64_t page_kb = 4;
         bool huge = false;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 /*
  * Sampling of per-node and per-process usage. Pure parsers take a buffer;
@@ -14,7 +15,7 @@
 /* ---- /proc/stat ------------------------------------------------------- */
 
 typedef struct {
-        uint64_t busy;  /* user+nice+system+irq+softirq+steal, in clock ticks */
+        uint64_t busy; /* user+nice+system+irq+softirq+steal, in clock ticks */
         uint64_t total; /* busy + idle + iowait */
 } NpCpuTicks;
 
@@ -29,10 +30,10 @@ int np_parse_proc_stat(const char *buf, GArray *per_cpu);
 typedef struct {
         unsigned id;
         uint64_t mem_total_bytes;
-        uint64_t mem_free_bytes;          /* MemFree (+ Inactive(file) when counted as free) */
-        uint64_t mem_free_strict_bytes;   /* MemFree only */
-        double cpu_capacity;              /* number of CPUs of the node */
-        double cpu_busy;                  /* CPUs busy over the last interval (0..capacity) */
+        uint64_t mem_free_bytes; /* MemFree (+ Inactive(file) when counted as free) */
+        uint64_t mem_free_strict_bytes; /* MemFree only */
+        double cpu_capacity; /* number of CPUs of the node */
+        double cpu_busy; /* CPUs busy over the last interval (0..capacity) */
 } NpNodeSample;
 
 /*
@@ -45,24 +46,27 @@ typedef struct {
  * not advance). A synthetic topology reads /proc/meminfo instead of nodeN's.
  * 0, a negative errno from reading, or -EINVAL for malformed contents.
  */
-int np_sample_nodes(const NpTopology *t, bool inactive_file_is_free, const GArray *prev_ticks,
-                    GArray *ticks_out, GArray *out);
+int np_sample_nodes(const NpTopology *t, bool inactive_file_is_free, const GArray *prev_ticks, GArray *ticks_out,
+                    GArray *out);
 
 /* ---- per process ------------------------------------------------------ */
 
+/* Buffer size for a comm from /proc/PID/stat. A user task's comm is at most
+ * NP_TASK_COMM_LEN (15) bytes, but the kernel shows longer names for kernel
+ * threads (e.g. "kworker/u8:2-events_unbound"), kept up to 63 bytes here. */
 #define NP_COMM_MAX 64
 
 typedef struct {
         int pid;
-        char comm[NP_COMM_MAX];   /* as in /proc/pid/stat, between the first '(' and the LAST ')' */
+        char comm[NP_COMM_MAX]; /* as in /proc/pid/stat, between the first '(' and the LAST ')' */
         char state;
         int ppid;
-        unsigned long flags;      /* PF_* */
-        uint64_t utime, stime;    /* clock ticks */
+        unsigned long flags; /* PF_* */
+        uint64_t utime, stime; /* clock ticks */
         long num_threads;
-        uint64_t starttime;       /* clock ticks after boot */
+        uint64_t starttime; /* clock ticks after boot */
         int64_t rss_pages;
-        int processor;            /* last CPU */
+        int processor; /* last CPU */
 } NpPidStat;
 
 #define NP_PF_KTHREAD 0x00200000UL
@@ -77,9 +81,9 @@ int np_parse_pid_stat(const char *buf, NpPidStat *out);
 typedef struct {
         uint64_t vm_rss_bytes;
         unsigned threads;
-        unsigned uid;             /* real uid */
-        NpMask *cpus_allowed;     /* Cpus_allowed_list; owned, may be NULL if absent */
-        NpMask *mems_allowed;     /* Mems_allowed_list; owned, may be NULL if absent */
+        unsigned uid; /* real uid */
+        NpMask *cpus_allowed; /* Cpus_allowed_list; owned, may be NULL if absent */
+        NpMask *mems_allowed; /* Mems_allowed_list; owned, may be NULL if absent */
 } NpPidStatus;
 
 /* Parse /proc/<pid>/status into *out (overwritten; VmRSS absent, as for
@@ -89,16 +93,22 @@ typedef struct {
 int np_parse_pid_status(const char *buf, NpPidStatus *out);
 void np_pid_status_clear(NpPidStatus *s);
 
+/* CPU use on one node (a process's, by where its threads ran). */
+typedef struct {
+        unsigned node;
+        double cpu; /* CPUs */
+} NpNodeCpu;
+
 typedef struct {
         unsigned node;
         uint64_t bytes;
 } NpNodeBytes;
 
 typedef struct {
-        GArray *per_node;          /* NpNodeBytes sorted by node, nodes with 0 omitted */
+        GArray *per_node; /* NpNodeBytes sorted by node, nodes with 0 omitted */
         uint64_t total_bytes;
-        uint64_t huge_bytes;       /* part of total in huge pages */
-        uint64_t interleaved_bytes;/* part of total in VMAs with an interleave policy */
+        uint64_t huge_bytes; /* part of total in huge pages */
+        uint64_t interleaved_bytes; /* part of total in VMAs with an interleave policy */
 } NpNumaMaps;
 
 /* Parse /proc/<pid>/numa_maps: N<node>=<pages> counts times kernelpagesize_kB

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 /*
  * Every /sys and /proc path the daemon reads goes through here, so tests can

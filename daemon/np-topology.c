@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "np-topology.h"
 
 #include <errno.h>
@@ -186,7 +187,7 @@ unsigned np_topology_distance(const NpTopology *t, unsigned a, unsigned b) {
 
 NpMask *np_topology_cpus_of(const NpTopology *t, const NpMask *nodes) {
         NpMask *m = np_mask_new();
-        NP_MASK_FOREACH(id, nodes) {
+        NP_MASK_FOREACH (id, nodes) {
                 NpNode *n = np_topology_node(t, (unsigned) id);
                 if (n)
                         np_mask_or(m, n->cpus);
@@ -297,7 +298,7 @@ int np_topology_load(NpTopology **out, GError **error) {
         if (r < 0 && r != -ENOENT)
                 return set_error(error, r, NODE_DIR "/has_memory");
 
-        NP_MASK_FOREACH(id, online) {
+        NP_MASK_FOREACH (id, online) {
                 NpNode *n = node_new((unsigned) id);
                 g_ptr_array_add(t->nodes, n);
 

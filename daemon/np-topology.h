@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 /*
  * NUMA topology read from <root>/sys/devices/system/node: online nodes (any
@@ -10,26 +11,26 @@
 #include "np-nodemask.h"
 
 typedef struct {
-        unsigned node;     /* the other node's id */
+        unsigned node; /* the other node's id */
         unsigned distance; /* SLIT distance, 10 = local */
 } NpDistance;
 
 typedef struct {
         unsigned id;
-        NpMask *cpus;             /* from nodeN/cpulist; may be empty */
+        NpMask *cpus; /* from nodeN/cpulist; may be empty */
         uint64_t mem_total_bytes; /* from nodeN/meminfo MemTotal; 0 = memory-less */
-        GArray *distances;        /* NpDistance, one per online node, in id order */
+        GArray *distances; /* NpDistance, one per online node, in id order */
 } NpNode;
 
 typedef struct {
-        GPtrArray *nodes;  /* NpNode*, sorted by id, owned */
-        NpMask *online;    /* ids of all online nodes */
+        GPtrArray *nodes; /* NpNode*, sorted by id, owned */
+        NpMask *online; /* ids of all online nodes */
         NpMask *with_memory; /* nodes with memory (has_memory, or MemTotal > 0) */
-        NpMask *with_cpus;   /* nodes with at least one CPU */
-        NpMask *all_cpus;    /* union of the nodes' CPUs */
-        unsigned max_cpu;    /* highest CPU id + 1 (size for per-CPU arrays) */
-        bool synthetic;      /* no /sys/devices/system/node (non-NUMA kernel): one
-                              * node 0, memory from /proc/meminfo */
+        NpMask *with_cpus; /* nodes with at least one CPU */
+        NpMask *all_cpus; /* union of the nodes' CPUs */
+        unsigned max_cpu; /* highest CPU id + 1 (size for per-CPU arrays) */
+        bool synthetic; /* no /sys/devices/system/node (non-NUMA kernel): one
+                         * node 0, memory from /proc/meminfo */
 } NpTopology;
 
 /*

@@ -1,12 +1,15 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Helpers for integration tests: a private system bus (dbus-daemon with a
 system-bus style policy that includes the project's own policy file), the
 real daemon on it, and real busctl to talk to it."""
+import fcntl
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -62,12 +65,17 @@ class Bus:
         conf = os.path.join(self.dir, "bus.conf")
         with open(conf, "w") as f:
             f.write(BUS_CONFIG.format(socket=self.socket, extra=extra))
+        # dbus-daemon logs every call its policy refuses: to a file, since a
+        # pipe nobody reads fills up and blocks the bus after a few hundred
+        self.log = os.path.join(self.dir, "dbus-daemon.log")
+        self.log_file = open(self.log, "w")
         self.proc = subprocess.Popen(["dbus-daemon", "--config-file=" + conf, "--nofork", "--nopidfile"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                     stdout=subprocess.DEVNULL, stderr=self.log_file)
         deadline = time.monotonic() + 10
         while not os.path.exists(self.socket):
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("dbus-daemon did not start: %s" % self.proc.stderr.read().decode())
+                with open(self.log) as f:
+                    raise RuntimeError("dbus-daemon did not start: %s" % f.read())
             time.sleep(0.02)
         os.chmod(self.socket, 0o777)
 
@@ -78,7 +86,7 @@ class Bus:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        self.proc.stderr.close()
+        self.log_file.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def busctl(self, *args, user=None, check=True, timeout=60):
@@ -149,36 +157,54 @@ def parse_busctl(out):
 
 
 class Notify:
-    """A fake NOTIFY_SOCKET collecting sd_notify messages."""
+    """A fake NOTIFY_SOCKET collecting sd_notify messages. A thread drains it
+    all the time, as systemd does: a full socket would block the daemon's
+    sd_notify()."""
 
     def __init__(self, directory):
         self.path = os.path.join(directory, "notify")
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.bind(self.path)
+        self.sock.settimeout(0.2)
         self.messages = []
+        self.cond = threading.Condition()
+        self.closed = False
+        self.thread = threading.Thread(target=self._drain, daemon=True)
+        self.thread.start()
+
+    def _drain(self):
+        while not self.closed:
+            try:
+                msg = self.sock.recv(4096).decode()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            with self.cond:
+                self.messages.append(msg)
+                self.cond.notify_all()
 
     def wait_for(self, text, timeout=20):
         deadline = time.monotonic() + timeout
-        while True:
-            if any(text in m for m in self.messages):
-                return True
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            self.sock.settimeout(left)
-            try:
-                self.messages.append(self.sock.recv(4096).decode())
-            except socket.timeout:
-                return False
+        with self.cond:
+            while not any(text in m for m in self.messages):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.cond.wait(left)
+            return True
 
     def close(self):
+        self.closed = True
+        self.thread.join()
         self.sock.close()
 
 
 class Daemon:
     """The real numaplaced on a private bus."""
 
-    def __init__(self, bus, config_text=None, root=None, args=(), wait=True, config_file=None, runtime=None):
+    def __init__(self, bus, config_text=None, root=None, args=(), wait=True, config_file=None, runtime=None,
+                 prefix=(), env=None, journal=False):
         self.bus = bus
         self.dir = tempfile.mkdtemp(prefix="np-daemon-")
         self.runtime = runtime or os.path.join(self.dir, "run")
@@ -188,15 +214,23 @@ class Daemon:
             with open(self.config, "w") as f:
                 f.write(config_text)
         self.notify = Notify(self.dir)
+        env_extra = env
         env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=bus.address, RUNTIME_DIRECTORY=self.runtime,
                    NOTIFY_SOCKET=self.notify.path)
         env.pop("JOURNAL_STREAM", None)
+        env.update(env_extra or {})
         self.log = os.path.join(self.dir, "stderr")
-        cmd = [DAEMON, "--config", self.config]
+        # prefix: a command that runs the daemon (prlimit, cgexec, valgrind...)
+        cmd = list(prefix) + [DAEMON, "--config", self.config]
         if root:
             cmd += ["--root", root]
         cmd += list(args)
         self.log_file = open(self.log, "w")
+        if journal:
+            # what systemd tells a service whose stderr is the journal: the
+            # daemon then logs through sd_journal_send()
+            st = os.fstat(self.log_file.fileno())
+            env["JOURNAL_STREAM"] = "%d:%d" % (st.st_dev, st.st_ino)
         self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=self.log_file)
         if wait and not self.notify.wait_for("READY=1"):
             self.stop()
@@ -241,8 +275,21 @@ class BusTestCase(unittest.TestCase):
         return d
 
 
+# Integration tests use the real cgroup name "numaplaced" and the machine's
+# real cpusets: two suites running at once (two build trees, two checkouts)
+# would see each other's cgroups. One lock file serialises them.
+LOCK_FILE = "/tmp/numaplaced-integration.lock"
+
+
+def lock_machine():
+    fd = os.open(LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o666)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
 def main():
     import sys
+    lock_machine()
     r = unittest.main(verbosity=2, exit=False)
     res = r.result
     # the plain closing line CI reads

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Foundation (issue 2): the real daemon on a private system bus, on fixture
 roots, queried with real busctl."""
 import os

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The mover (issue 4) on this machine: real cpuset cgroups (v1), a real
 child process with threads, the real daemon on a private system bus."""
 import os

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Lint man pages: for each PAGE, "mandoc -Tlint -W warning PAGE" and
 # "groff -man -ww -z PAGE" must print nothing. Prints their messages and
 # exits 1 on any; exits 1 with a clear message (never skips) when mandoc or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for np-config: defaults, every key, bad values with file:line,
  * syntax errors, drop-in order, rendering, the shipped file and man page. */
 #include <errno.h>
@@ -40,11 +41,14 @@ static void assert_defaults(const NpConfig *c) {
         g_assert_cmpuint(c->max_scan_interval_usec, ==, 15 * SEC);
         g_assert_cmpint(c->log_level, ==, LOG_INFO);
         g_assert_true(c->release_on_stop);
+        g_assert_cmpstr(c->metrics_file, ==, "");
+        g_assert_cmpuint(c->metrics_max_processes, ==, 100);
         g_assert_cmpuint(c->target_utilization, ==, 85);
         g_assert_cmpuint(c->memory_locality_target, ==, 90);
         g_assert_cmpuint(c->min_process_memory, ==, UINT64_C(300) << 20);
         g_assert_cmpfloat(c->min_process_cpu, ==, 0.5);
         g_assert_cmpuint(c->min_usec_between_moves, ==, 30 * SEC);
+        g_assert_cmpuint(c->locality_refresh_scans, ==, 12);
         g_assert_nonnull(c->reserved_cpus);
         g_assert_true(np_mask_empty(c->reserved_cpus));
         g_assert_false(c->keep_interleaved);
@@ -78,12 +82,15 @@ static void test_every_key(void) {
                                         "MaxScanIntervalSec=60\n"
                                         "LogLevel=debug\n"
                                         "ReleaseOnStop=no\n"
+                                        "MetricsFile=/var/lib/prometheus/node-exporter/numaplaced.prom\n"
+                                        "MetricsMaxProcesses=0\n"
                                         "[Placement]\n"
                                         "TargetUtilization=70\n"
                                         "MemoryLocalityTarget=95%\n"
                                         "MinProcessMemory=1G\n"
                                         "MinProcessCPU=1.25\n"
                                         "MinSecondsBetweenMoves=0\n"
+                                        "LocalityRefreshScans=1\n"
                                         "ReservedCPUs=0-1,8\n"
                                         "KeepInterleaved=yes\n"
                                         "Include=postgres java*\n"
@@ -97,11 +104,14 @@ static void test_every_key(void) {
         g_assert_cmpuint(c->max_scan_interval_usec, ==, 60 * SEC);
         g_assert_cmpint(c->log_level, ==, LOG_DEBUG);
         g_assert_false(c->release_on_stop);
+        g_assert_cmpstr(c->metrics_file, ==, "/var/lib/prometheus/node-exporter/numaplaced.prom");
+        g_assert_cmpuint(c->metrics_max_processes, ==, 0);
         g_assert_cmpuint(c->target_utilization, ==, 70);
         g_assert_cmpuint(c->memory_locality_target, ==, 95);
         g_assert_cmpuint(c->min_process_memory, ==, UINT64_C(1) << 30);
         g_assert_cmpfloat_with_epsilon(c->min_process_cpu, 1.25, 1e-9);
         g_assert_cmpuint(c->min_usec_between_moves, ==, 0);
+        g_assert_cmpuint(c->locality_refresh_scans, ==, 1);
         g_autofree char *cpus = np_mask_format(c->reserved_cpus);
         g_assert_cmpstr(cpus, ==, "0-1,8");
         g_assert_true(c->keep_interleaved);
@@ -150,8 +160,8 @@ static void test_parse_size(void) {
                 g_assert_cmpuint(v, ==, good[i].v);
         }
 
-        static const char *const bad[] = { "", "M", "-1", "1X", "1.5", "1.5B", "1..5G", "1 G B", "1GG",
-                                           "1e3", "0x10", "10 bytes", "1iB", "+5", "1,5G" };
+        static const char *const bad[] = { "",    "M",   "-1",   "1X",       "1.5", "1.5B", "1..5G", "1 G B",
+                                           "1GG", "1e3", "0x10", "10 bytes", "1iB", "+5",   "1,5G" };
         for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
                 uint64_t v = 7;
                 g_test_message("bad size '%s'", bad[i]);
@@ -169,9 +179,9 @@ static void test_parse_seconds_bool(void) {
                 const char *s;
                 uint64_t v;
         } good[] = {
-                { "5", 5 * SEC },      { "0.5", SEC / 2 },  { "2s", 2 * SEC },     { "500ms", 500000 },
-                { "1.5 sec", 1500000 }, { "250us", 250 },   { "2min", 120 * SEC }, { "1h", 3600 * SEC },
-                { "0.0000001", 0 },
+                { "5", 5 * SEC },      { "0.5", SEC / 2 },     { "2s", 2 * SEC },
+                { "500ms", 500000 },   { "1.5 sec", 1500000 }, { "250us", 250 },
+                { "2min", 120 * SEC }, { "1h", 3600 * SEC },   { "0.0000001", 0 },
         };
         for (size_t i = 0; i < G_N_ELEMENTS(good); i++) {
                 uint64_t v = 1;
@@ -210,42 +220,88 @@ static void test_bad_values(void) {
                 const char *group, *line, *message;
         } cases[] = {
                 { "Daemon", "Mode=bogus", "[Daemon] Mode: 'bogus': expected one of: enforce, advise" },
-                { "Daemon", "Backend=numad", "[Daemon] Backend: 'numad': expected one of: auto, cpuset, systemd, affinity" },
+                { "Daemon", "Backend=numad",
+                  "[Daemon] Backend: 'numad': expected one of: auto, cpuset, systemd, affinity" },
                 { "Daemon", "ScanIntervalSec=fast",
-                  "[Daemon] ScanIntervalSec: 'fast': not a time span (expected seconds between 0.1 and 3600, e.g. 5, 0.5 or 500ms)" },
-                { "Daemon", "ScanIntervalSec=0.05", "[Daemon] ScanIntervalSec: '0.05': expected seconds between 0.1 and 3600" },
-                { "Daemon", "ScanIntervalSec=3601", "[Daemon] ScanIntervalSec: '3601': expected seconds between 0.1 and 3600" },
-                { "Daemon", "MaxScanIntervalSec=2h", "[Daemon] MaxScanIntervalSec: '2h': expected seconds between 0.1 and 3600" },
+                  "[Daemon] ScanIntervalSec: 'fast': not a time span (expected seconds between 0.1 and 3600, e.g. 5, "
+                  "0.5 or 500ms)" },
+                { "Daemon", "ScanIntervalSec=0.05",
+                  "[Daemon] ScanIntervalSec: '0.05': expected seconds between 0.1 and 3600" },
+                { "Daemon", "ScanIntervalSec=3601",
+                  "[Daemon] ScanIntervalSec: '3601': expected seconds between 0.1 and 3600" },
+                { "Daemon", "MaxScanIntervalSec=2h",
+                  "[Daemon] MaxScanIntervalSec: '2h': expected seconds between 0.1 and 3600" },
                 { "Daemon", "LogLevel=loud",
-                  "[Daemon] LogLevel: 'loud': expected a log level: emerg, alert, crit, err, warning, notice, info or debug" },
+                  "[Daemon] LogLevel: 'loud': expected a log level: emerg, alert, crit, err, warning, notice, info or "
+                  "debug" },
                 { "Daemon", "ReleaseOnStop=maybe",
                   "[Daemon] ReleaseOnStop: 'maybe': expected a boolean (yes/no, true/false, on/off, 1/0)" },
-                { "Placement", "TargetUtilization=0", "[Placement] TargetUtilization: '0': expected a percentage between 1 and 100" },
-                { "Placement", "TargetUtilization=101", "[Placement] TargetUtilization: '101': expected a percentage between 1 and 100" },
-                { "Placement", "TargetUtilization=85.5", "[Placement] TargetUtilization: '85.5': expected a percentage between 1 and 100" },
-                { "Placement", "MemoryLocalityTarget=-5", "[Placement] MemoryLocalityTarget: '-5': expected a percentage between 1 and 100" },
+                { "Placement", "TargetUtilization=0",
+                  "[Placement] TargetUtilization: '0': expected a percentage between 1 and 100" },
+                { "Placement", "TargetUtilization=101",
+                  "[Placement] TargetUtilization: '101': expected a percentage between 1 and 100" },
+                { "Placement", "TargetUtilization=85.5",
+                  "[Placement] TargetUtilization: '85.5': expected a percentage between 1 and 100" },
+                { "Placement", "MemoryLocalityTarget=-5",
+                  "[Placement] MemoryLocalityTarget: '-5': expected a percentage between 1 and 100" },
                 { "Placement", "MemoryLocalityTarget=99999999999999999999999",
-                  "[Placement] MemoryLocalityTarget: '99999999999999999999999': expected a percentage between 1 and 100" },
+                  "[Placement] MemoryLocalityTarget: '99999999999999999999999': expected a percentage between 1 and "
+                  "100" },
                 { "Placement", "MinProcessMemory=300X",
-                  "[Placement] MinProcessMemory: '300X': not a size (expected a number with optional K, M, G or T suffix)" },
-                { "Placement", "MinProcessMemory=99999999T", "[Placement] MinProcessMemory: '99999999T': size too large" },
-                { "Placement", "MinProcessCPU=lots", "[Placement] MinProcessCPU: 'lots': expected a number of CPUs between 0 and 4096" },
-                { "Placement", "MinProcessCPU=5000", "[Placement] MinProcessCPU: '5000': expected a number of CPUs between 0 and 4096" },
-                { "Placement", "MinProcessCPU=-1", "[Placement] MinProcessCPU: '-1': expected a number of CPUs between 0 and 4096" },
+                  "[Placement] MinProcessMemory: '300X': not a size (expected a number with optional K, M, G or T "
+                  "suffix)" },
+                { "Placement", "MinProcessMemory=99999999T",
+                  "[Placement] MinProcessMemory: '99999999T': size too large" },
+                { "Placement", "MinProcessCPU=lots",
+                  "[Placement] MinProcessCPU: 'lots': expected a number of CPUs between 0 and 4096" },
+                { "Placement", "MinProcessCPU=5000",
+                  "[Placement] MinProcessCPU: '5000': expected a number of CPUs between 0 and 4096" },
+                { "Placement", "MinProcessCPU=-1",
+                  "[Placement] MinProcessCPU: '-1': expected a number of CPUs between 0 and 4096" },
                 { "Placement", "MinSecondsBetweenMoves=86401",
                   "[Placement] MinSecondsBetweenMoves: '86401': expected seconds between 0 and 86400" },
-                { "Placement", "ReservedCPUs=0-x", "[Placement] ReservedCPUs: '0-x': not a CPU list (expected e.g. 0-1,8)" },
-                { "Placement", "ReservedCPUs=3-1", "[Placement] ReservedCPUs: '3-1': not a CPU list (expected e.g. 0-1,8)" },
-                { "Placement", "ReservedCPUs=99999999", "[Placement] ReservedCPUs: '99999999': CPU id too large (at most 1048576)" },
-                { "Placement", "KeepInterleaved=2", "[Placement] KeepInterleaved: '2': expected a boolean (yes/no, true/false, on/off, 1/0)" },
+                { "Placement", "LocalityRefreshScans=0",
+                  "[Placement] LocalityRefreshScans: '0': expected a whole number between 1 and 10000" },
+                { "Placement", "LocalityRefreshScans=10001",
+                  "[Placement] LocalityRefreshScans: '10001': expected a whole number between 1 and 10000" },
+                { "Placement", "LocalityRefreshScans=99999999999999999999",
+                  "[Placement] LocalityRefreshScans: '99999999999999999999': expected a whole number between 1 and "
+                  "10000" },
+                { "Placement", "LocalityRefreshScans=1.5",
+                  "[Placement] LocalityRefreshScans: '1.5': expected a whole number between 1 and 10000" },
+                { "Placement", "LocalityRefreshScans=-3",
+                  "[Placement] LocalityRefreshScans: '-3': expected a whole number between 1 and 10000" },
+                { "Daemon", "MetricsFile=numaplaced.prom",
+                  "[Daemon] MetricsFile: 'numaplaced.prom': expected an absolute file name (or nothing)" },
+                { "Daemon", "MetricsFile=/var/lib/prometheus/",
+                  "[Daemon] MetricsFile: '/var/lib/prometheus/': expected an absolute file name (or nothing)" },
+                { "Daemon", "MetricsFile=/tmp/a\\tb",
+                  "[Daemon] MetricsFile: '/tmp/a\\tb': expected an absolute file name (or nothing)" },
+                { "Daemon", "MetricsMaxProcesses=100001",
+                  "[Daemon] MetricsMaxProcesses: '100001': expected a whole number between 0 and 100000" },
+                { "Placement", "ReservedCPUs=0-x",
+                  "[Placement] ReservedCPUs: '0-x': not a CPU list (expected e.g. 0-1,8)" },
+                { "Placement", "ReservedCPUs=3-1",
+                  "[Placement] ReservedCPUs: '3-1': not a CPU list (expected e.g. 0-1,8)" },
+                { "Placement", "ReservedCPUs=99999999",
+                  "[Placement] ReservedCPUs: '99999999': CPU id too large (at most 1048576)" },
+                { "Placement", "KeepInterleaved=2",
+                  "[Placement] KeepInterleaved: '2': expected a boolean (yes/no, true/false, on/off, 1/0)" },
                 { "Placement", "Include=bash 0",
                   "[Placement] Include: 'bash 0': '0' is not a valid PID (expected 1 to 4194304)" },
+                /* the kernel's limit, TASK_COMM_LEN - 1 = 15: 16 characters never match */
+                { "Placement", "Exclude=abcdefghijklmnop",
+                  "[Placement] Exclude: 'abcdefghijklmnop': 'abcdefghijklmnop' is longer than 15 characters "
+                  "and can never match a process name (comm)" },
                 { "Placement", "Exclude=averyveryverylongname",
-                  "[Placement] Exclude: 'averyveryverylongname': 'averyveryverylongname' is longer than 15 characters and can never match a process name (comm)" },
+                  "[Placement] Exclude: 'averyveryverylongname': 'averyveryverylongname' is longer than 15 characters "
+                  "and can never match a process name (comm)" },
                 { "Placement", "Include=foo\\x",
-                  "[Placement] Include: 'foo\\\\x': invalid escape sequence '\\x' (GKeyFile knows \\s \\n \\t \\r \\\\)" },
+                  "[Placement] Include: 'foo\\\\x': invalid escape sequence '\\x' (GKeyFile knows \\s \\n \\t \\r "
+                  "\\\\)" },
                 { "Migration", "SkipOverlappingNodes=sometimes",
-                  "[Migration] SkipOverlappingNodes: 'sometimes': expected a boolean (yes/no, true/false, on/off, 1/0)" },
+                  "[Migration] SkipOverlappingNodes: 'sometimes': expected a boolean (yes/no, true/false, on/off, "
+                  "1/0)" },
                 { "Migration", "MaxRate=fast",
                   "[Migration] MaxRate: 'fast': not a size (expected a number with optional K, M, G or T suffix)" },
                 { "Migration", "MaxRate=-1M",
@@ -276,7 +332,8 @@ static void test_unknown_key_group(void) {
         g_assert_cmpstr(m4, ==, "test.conf:2: [Daemon] ;Mode: 'advise': unknown key (only '#' starts a comment)");
 
         g_autofree char *m5 = load_fail("[Daemon]\nMode=advise\n\n[Scheduler]\nFoo=1\n", NULL);
-        g_assert_cmpstr(m5, ==, "test.conf:4: [Scheduler]: unknown group (expected [Daemon], [Placement] or [Migration])");
+        g_assert_cmpstr(m5, ==,
+                        "test.conf:4: [Scheduler]: unknown group (expected [Daemon], [Placement] or [Migration])");
 
         g_autofree char *m6 = load_fail("[daemon]\n", NULL);
         g_assert_cmpstr(m6, ==, "test.conf:1: [daemon]: unknown group (expected [Daemon], [Placement] or [Migration])");
@@ -286,14 +343,17 @@ static void test_malformed(void) {
         static const struct {
                 const char *text, *message;
         } cases[] = {
-                { "[Daemon]\nMode advise\n", "test.conf:2: 'Mode advise': not a Key=value line, [Group] header or # comment" },
-                { "[Daemon]\n\n\n  garbage\n", "test.conf:4: 'garbage': not a Key=value line, [Group] header or # comment" },
+                { "[Daemon]\nMode advise\n",
+                  "test.conf:2: 'Mode advise': not a Key=value line, [Group] header or # comment" },
+                { "[Daemon]\n\n\n  garbage\n",
+                  "test.conf:4: 'garbage': not a Key=value line, [Group] header or # comment" },
                 { "# header\nMode=advise\n[Daemon]\n", "test.conf:2: 'Mode=advise': key outside of any [Group]" },
                 { "[Daemon\nMode=advise\n", "test.conf:1: '[Daemon': not a valid [Group] header" },
                 { "[Daemon] x\n", "test.conf:1: '[Daemon] x': not a valid [Group] header" },
                 { "[]\n", "test.conf:1: '[]': not a valid [Group] header" },
                 { "[Daemon]\n=5\n", "test.conf:2: '=5': empty key name" },
-                { "[Daemon]\nMode=advise\\\n", "test.conf:2: [Daemon] Mode: 'advise\\\\': escape character '\\' at end of line" },
+                { "[Daemon]\nMode=advise\\\n",
+                  "test.conf:2: [Daemon] Mode: 'advise\\\\': escape character '\\' at end of line" },
                 { "[Daemon]\nMode=\xff\xfe\n", "test.conf:2: line is not valid UTF-8" },
         };
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -339,20 +399,38 @@ static void test_lists(void) {
         g_assert_cmpstrv(c->include, inc);
         const char *exc[] = { "42", "[ab]sh", NULL };
         g_assert_cmpstrv(c->exclude, exc);
+        /* a name of exactly NP_TASK_COMM_LEN characters can match */
+        g_autoptr(NpConfig) c15 = load_ok("[Placement]\nInclude=abcdefghijklmno\n");
+        g_assert_cmpuint(strlen(c15->include[0]), ==, NP_TASK_COMM_LEN);
 
-        g_assert_true(np_config_list_match(c->include, 1, "postgres"));
-        g_assert_true(np_config_list_match(c->include, 1, "java-17"));
-        g_assert_true(np_config_list_match(c->include, 1, "mysqld"));
-        g_assert_false(np_config_list_match(c->include, 1, "mysql"));
-        g_assert_true(np_config_list_match(c->include, 42, "anything"));
-        g_assert_true(np_config_list_match(c->include, 42, NULL));
-        g_assert_false(np_config_list_match(c->include, 43, "bash"));
-        g_assert_true(np_config_list_match(c->exclude, 7, "bsh"));
-        g_assert_false(np_config_list_match(c->exclude, 7, "bash"));
-        g_assert_true(np_config_list_match(c->exclude, 7, "ash"));
-        g_assert_true(np_config_list_match(c->exclude, 42, "x"));
-        g_assert_false(np_config_list_match(c->exclude, 7, "zsh"));
-        g_assert_false(np_config_list_match(NULL, 7, "zsh"));
+        g_assert_true(np_config_list_match(c->include, 1, "postgres", NULL));
+        g_assert_true(np_config_list_match(c->include, 1, "java-17", NULL));
+        g_assert_true(np_config_list_match(c->include, 1, "mysqld", NULL));
+        g_assert_false(np_config_list_match(c->include, 1, "mysql", NULL));
+        g_assert_true(np_config_list_match(c->include, 42, "anything", NULL));
+        g_assert_true(np_config_list_match(c->include, 42, NULL, NULL));
+        g_assert_false(np_config_list_match(c->include, 43, "bash", NULL));
+        g_assert_true(np_config_list_match(c->exclude, 7, "bsh", NULL));
+        g_assert_false(np_config_list_match(c->exclude, 7, "bash", NULL));
+        g_assert_true(np_config_list_match(c->exclude, 7, "ash", NULL));
+        g_assert_true(np_config_list_match(c->exclude, 42, "x", NULL));
+        g_assert_false(np_config_list_match(c->exclude, 7, "zsh", NULL));
+        g_assert_false(np_config_list_match(NULL, 7, "zsh", NULL));
+
+        /* cgroup path prefixes, at a path component boundary */
+        g_autoptr(NpConfig) cg = load_ok("[Placement]\nInclude=/system.slice/db.service /machine.slice/\n"
+                                         "Exclude=/\n");
+        g_assert_true(np_config_list_match(cg->include, 1, "x", "/system.slice/db.service"));
+        g_assert_true(np_config_list_match(cg->include, 1, "x", "/system.slice/db.service/worker"));
+        g_assert_false(np_config_list_match(cg->include, 1, "x", "/system.slice/db.services"));
+        g_assert_true(np_config_list_match(cg->include, 1, "x", "/machine.slice/vm1.scope"));
+        g_assert_false(np_config_list_match(cg->include, 1, "x", "/machine.slicex"));
+        g_assert_false(np_config_list_match(cg->include, 1, "x", NULL));
+        g_assert_false(np_config_list_match(cg->include, 1, "/system.slice/db.service", ""));
+        g_assert_true(np_config_list_match(cg->exclude, 1, NULL, "/anything"));
+        /* a long cgroup path is not a too-long name */
+        g_autoptr(NpConfig) longcg = load_ok("[Placement]\nInclude=/a-very-long-slice-name.slice/x.service\n");
+        g_assert_nonnull(longcg->include);
 
         /* long names are fine as patterns */
         g_autoptr(NpConfig) d = load_ok("[Placement]\nInclude=averyveryverylongname*\n");
@@ -371,7 +449,8 @@ static void test_scan_interval_order(void) {
         g_assert_cmpstr(m3, ==, "test.conf:2: [Daemon] ScanIntervalSec: '20': must not exceed MaxScanIntervalSec (15)");
 
         g_autofree char *m4 = load_fail("[Daemon]\nMaxScanIntervalSec=500ms\n", NULL);
-        g_assert_cmpstr(m4, ==, "test.conf:2: [Daemon] MaxScanIntervalSec: '500ms': must be at least ScanIntervalSec (5)");
+        g_assert_cmpstr(m4, ==,
+                        "test.conf:2: [Daemon] MaxScanIntervalSec: '500ms': must be at least ScanIntervalSec (5)");
 
         g_autoptr(NpConfig) c = load_ok("[Daemon]\nScanIntervalSec=0.1\nMaxScanIntervalSec=0.1\n");
         g_assert_cmpuint(c->scan_interval_usec, ==, 100000);
@@ -425,12 +504,12 @@ static void test_dropins(void) {
         g_assert_no_error(error);
         g_assert_cmpint(r, ==, 0);
         g_autoptr(NpConfig) c = raw;
-        g_assert_cmpint(c->mode, ==, NP_MODE_ADVISE);           /* main only */
-        g_assert_cmpint(c->log_level, ==, LOG_DEBUG);           /* main only */
-        g_assert_cmpuint(c->target_utilization, ==, 70);        /* 20-b wins */
-        g_assert_cmpuint(c->memory_locality_target, ==, 80);    /* 10-a */
-        g_assert_cmpuint(c->max_rate, ==, UINT64_C(1) << 30);   /* 20-b */
-        const char *inc[] = { "c", NULL };                      /* lists are replaced, not merged */
+        g_assert_cmpint(c->mode, ==, NP_MODE_ADVISE); /* main only */
+        g_assert_cmpint(c->log_level, ==, LOG_DEBUG); /* main only */
+        g_assert_cmpuint(c->target_utilization, ==, 70); /* 20-b wins */
+        g_assert_cmpuint(c->memory_locality_target, ==, 80); /* 10-a */
+        g_assert_cmpuint(c->max_rate, ==, UINT64_C(1) << 30); /* 20-b */
+        const char *inc[] = { "c", NULL }; /* lists are replaced, not merged */
         g_assert_cmpstrv(c->include, inc);
         g_autofree char *a = g_build_filename(dropdir, "10-a.conf", NULL);
         g_autofree char *b = g_build_filename(dropdir, "20-b.conf", NULL);
@@ -444,9 +523,9 @@ static void test_dropins(void) {
         g_assert_cmpint(r, ==, -EINVAL);
         g_assert_true(untouched == (NpConfig *) (void *) 0x1);
         g_assert_nonnull(error);
-        g_autofree char *expected = g_strdup_printf(
-                "%s/15-bad.conf:3: [Migration] MaxRate: 'lots': not a size (expected a number with optional K, M, G or T suffix)",
-                dropdir);
+        g_autofree char *expected = g_strdup_printf("%s/15-bad.conf:3: [Migration] MaxRate: 'lots': not a size "
+                                                    "(expected a number with optional K, M, G or T suffix)",
+                                                    dropdir);
         g_assert_cmpstr(error->message, ==, expected);
         g_clear_error(&error);
 
@@ -455,8 +534,8 @@ static void test_dropins(void) {
         write_file(dropdir, "15-bad.conf", "[Daemon]\nMaxScanIntervalSec=2\n");
         r = np_config_load(main_file, &untouched, &error);
         g_assert_cmpint(r, ==, -EINVAL);
-        g_autofree char *expected2 = g_strdup_printf(
-                "%s:2: [Daemon] MaxScanIntervalSec: '2': must be at least ScanIntervalSec (5)", bad);
+        g_autofree char *expected2 =
+                g_strdup_printf("%s:2: [Daemon] MaxScanIntervalSec: '2': must be at least ScanIntervalSec (5)", bad);
         g_assert_cmpstr(error->message, ==, expected2);
         g_clear_error(&error);
         g_unlink(bad);
@@ -496,20 +575,24 @@ static void test_missing_file(void) {
 static void test_to_string(void) {
         g_autoptr(NpConfig) def = np_config_new_default();
         g_autofree char *s = np_config_to_string(def);
-        g_assert_nonnull(strstr(s, "\n[Daemon]\nMode=enforce\nBackend=auto\nScanIntervalSec=5\nMaxScanIntervalSec=15\n"
-                                   "LogLevel=info\nReleaseOnStop=yes\n"));
-        g_assert_nonnull(strstr(s, "\n[Placement]\nTargetUtilization=85\nMemoryLocalityTarget=90\n"
-                                   "MinProcessMemory=300M\nMinProcessCPU=0.5\nMinSecondsBetweenMoves=30\n"
-                                   "ReservedCPUs=\nKeepInterleaved=no\nInclude=\nExclude=\n"));
+        g_assert_nonnull(strstr(s,
+                                "\n[Daemon]\nMode=enforce\nBackend=auto\nScanIntervalSec=5\nMaxScanIntervalSec=15\n"
+                                "LogLevel=info\nReleaseOnStop=yes\nMetricsFile=\nMetricsMaxProcesses=100\n"));
+        g_assert_nonnull(
+                strstr(s,
+                       "\n[Placement]\nTargetUtilization=85\nMemoryLocalityTarget=90\n"
+                       "MinProcessMemory=300M\nMinProcessCPU=0.5\nMinSecondsBetweenMoves=30\nLocalityRefreshScans=12\n"
+                       "ReservedCPUs=\nKeepInterleaved=no\nInclude=\nExclude=\n"));
         g_assert_nonnull(strstr(s, "\n[Migration]\nSkipOverlappingNodes=yes\nMaxRate=0\n"));
 
         /* round trip of non-default values */
-        const char *text = "[Daemon]\nMode=advise\nBackend=cpuset\nScanIntervalSec=0.25\nMaxScanIntervalSec=1min\n"
-                           "LogLevel=err\nReleaseOnStop=off\n"
-                           "[Placement]\nTargetUtilization=1\nMemoryLocalityTarget=100\nMinProcessMemory=1.5G\n"
-                           "MinProcessCPU=0.125\nMinSecondsBetweenMoves=1.5\nReservedCPUs=3,1,2,9\n"
-                           "KeepInterleaved=true\nInclude=a\\\\b x* 7\nExclude=z\n"
-                           "[Migration]\nSkipOverlappingNodes=0\nMaxRate=1000\n";
+        const char *text =
+                "[Daemon]\nMode=advise\nBackend=cpuset\nScanIntervalSec=0.25\nMaxScanIntervalSec=1min\n"
+                "LogLevel=err\nReleaseOnStop=off\n"
+                "[Placement]\nTargetUtilization=1\nMemoryLocalityTarget=100\nMinProcessMemory=1.5G\n"
+                "MinProcessCPU=0.125\nMinSecondsBetweenMoves=1.5\nLocalityRefreshScans=7\nReservedCPUs=3,1,2,9\n"
+                "KeepInterleaved=true\nInclude=a\\\\b x* 7\nExclude=z\n"
+                "[Migration]\nSkipOverlappingNodes=0\nMaxRate=1000\n";
         g_autoptr(NpConfig) c = load_ok(text);
         g_autofree char *s1 = np_config_to_string(c);
         g_assert_nonnull(strstr(s1, "ScanIntervalSec=0.25\n"));
@@ -518,6 +601,7 @@ static void test_to_string(void) {
         g_assert_nonnull(strstr(s1, "MinProcessCPU=0.125\n"));
         g_assert_nonnull(strstr(s1, "ReservedCPUs=1-3,9\n"));
         g_assert_nonnull(strstr(s1, "MaxRate=1000\n"));
+        g_assert_nonnull(strstr(s1, "LocalityRefreshScans=7\n"));
         g_assert_nonnull(strstr(s1, "# Read from: test.conf\n"));
         g_autoptr(NpConfig) c2 = load_ok(s1);
         g_autofree char *s2 = np_config_to_string(c2);
@@ -536,7 +620,7 @@ static char **key_names(void) {
                 if (eq && g_ascii_isupper((*l)[0]))
                         g_ptr_array_add(keys, g_strndup(*l, (size_t) (eq - *l)));
         }
-        g_assert_cmpuint(keys->len, ==, 17);
+        g_assert_cmpuint(keys->len, ==, 20);
         g_ptr_array_add(keys, NULL);
         return (char **) g_ptr_array_free(g_steal_pointer(&keys), false);
 }

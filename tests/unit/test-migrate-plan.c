@@ -26,8 +26,7 @@ static char *plan_text(const char *from, const char *to, bool skip) {
 static void check(const char *from, const char *to, bool skip, const char *expected) {
         g_autofree char *got = plan_text(from, to, skip);
         if (g_strcmp0(got, expected) != 0)
-                g_test_message("%s -> %s (skip=%d):\n got:\n%s expected:\n%s", from, to, skip, got,
-                               expected);
+                g_test_message("%s -> %s (skip=%d):\n got:\n%s expected:\n%s", from, to, skip, got, expected);
         g_assert_cmpstr(got, ==, expected);
 }
 
@@ -35,30 +34,22 @@ static void check(const char *from, const char *to, bool skip, const char *expec
 
 static void test_seed_before_patch(void) {
         /* "Migrating 7 to 4 ..." */
-        check("0-7", "3,4", false,
-              "7 -> 4\n6 -> 3\n5 -> 4\n4 -> 3\n1 -> 4\n3 -> 4\n0 -> 3\n2 -> 3\n");
+        check("0-7", "3,4", false, "7 -> 4\n6 -> 3\n5 -> 4\n4 -> 3\n1 -> 4\n3 -> 4\n0 -> 3\n2 -> 3\n");
         /* numad trace, nodes (0-7) to (1,3) */
-        check("0-7", "1,3", false,
-              "7 -> 3\n6 -> 1\n5 -> 3\n4 -> 1\n2 -> 1\n1 -> 3\n0 -> 1\n");
+        check("0-7", "1,3", false, "7 -> 3\n6 -> 1\n5 -> 3\n4 -> 1\n2 -> 1\n1 -> 3\n0 -> 1\n");
         /* (0-7) to (1,4-5) */
-        check("0-7", "1,4-5", false,
-              "7 -> 4\n6 -> 1\n3 -> 1\n2 -> 5\n1 -> 4\n0 -> 1\n");
+        check("0-7", "1,4-5", false, "7 -> 4\n6 -> 1\n3 -> 1\n2 -> 5\n1 -> 4\n0 -> 1\n");
         /* (0-7) to (1-3,5) */
-        check("0-7", "1-3,5", false,
-              "7 -> 5\n6 -> 3\n5 -> 2\n3 -> 5\n2 -> 3\n1 -> 2\n0 -> 1\n4 -> 1\n");
+        check("0-7", "1-3,5", false, "7 -> 5\n6 -> 3\n5 -> 2\n3 -> 5\n2 -> 3\n1 -> 2\n0 -> 1\n4 -> 1\n");
 }
 
 /* ---- seed 003, after the patch (rule on) ------------------------------ */
 
 static void test_seed_after_patch(void) {
-        check("0-7", "3,4", true,
-              "7 -> 4\n6 -> 3\n5 -> 4\n2 -> 3\n1 -> 4\n0 -> 3\n");
-        check("0-7", "5,7", true,
-              "6 -> 5\n4 -> 5\n3 -> 7\n2 -> 5\n1 -> 7\n0 -> 5\n");
-        check("0-7", "1,3,5", true,
-              "7 -> 3\n6 -> 1\n4 -> 3\n2 -> 5\n0 -> 1\n");
-        check("0-7", "1,3,5,7", true,
-              "6 -> 5\n4 -> 1\n2 -> 5\n0 -> 1\n");
+        check("0-7", "3,4", true, "7 -> 4\n6 -> 3\n5 -> 4\n2 -> 3\n1 -> 4\n0 -> 3\n");
+        check("0-7", "5,7", true, "6 -> 5\n4 -> 5\n3 -> 7\n2 -> 5\n1 -> 7\n0 -> 5\n");
+        check("0-7", "1,3,5", true, "7 -> 3\n6 -> 1\n4 -> 3\n2 -> 5\n0 -> 1\n");
+        check("0-7", "1,3,5,7", true, "6 -> 5\n4 -> 1\n2 -> 5\n0 -> 1\n");
 }
 
 static void test_seed_equal_weight(void) {
@@ -165,7 +156,7 @@ static void test_format(void) {
 
         NpMovePair p = { .src = 7, .dst = 4 };
         g_array_append_val(plan, p);
-        p = (NpMovePair) { .src = 1000, .dst = 0 };
+        p = (NpMovePair){ .src = 1000, .dst = 0 };
         g_array_append_val(plan, p);
         g_autofree char *s = np_plan_format(plan);
         g_assert_cmpstr(s, ==, "7 -> 4\n1000 -> 0\n");
@@ -249,8 +240,8 @@ static void cross_check(unsigned scale, unsigned offset) {
                                 g_autoptr(GArray) plan = np_plan_migration(f, t, rule);
 
                                 if ((int) plan->len != n)
-                                        g_test_message("from %#x to %#x rule %d: %u pairs, model %d",
-                                                       from, to, rule, plan->len, n);
+                                        g_test_message("from %#x to %#x rule %d: %u pairs, model %d", from, to, rule,
+                                                       plan->len, n);
                                 g_assert_cmpint((int) plan->len, ==, n);
                                 for (int i = 0; i < n; i++) {
                                         const NpMovePair *p = &g_array_index(plan, NpMovePair, i);

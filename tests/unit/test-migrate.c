@@ -164,7 +164,7 @@ static void test_execute_empty_plan(void) {
         g_autoptr(GArray) plan = g_array_new(FALSE, FALSE, sizeof(NpMovePair));
         NpMigrateResult r;
 
-        int k = np_migrate_execute(child, plan, 0, &r);
+        int k = np_migrate_execute(child, plan, 0, NULL, &r);
         reap_child(child);
 
         g_assert_cmpint(k, ==, 0);
@@ -196,7 +196,7 @@ static void test_execute_same_node(void) {
         g_autoptr(GArray) plan = plan_of(node, node);
         NpMigrateResult r;
         /* paced at 1 GiB/s: a few milliseconds for the child's memory */
-        int k = np_migrate_execute(child, plan, 1u << 30, &r);
+        int k = np_migrate_execute(child, plan, 1u << 30, NULL, &r);
         reap_child(child);
 
         if (k == -ENOSYS) {
@@ -228,7 +228,7 @@ static void test_execute_no_such_node(void) {
         g_array_append_val(plan, more);
 
         NpMigrateResult r;
-        int k = np_migrate_execute(child, plan, 0, &r); /* logs a warning */
+        int k = np_migrate_execute(child, plan, 0, NULL, &r); /* logs a warning */
         reap_child(child);
 
         if (k == -ENOSYS) {
@@ -250,7 +250,7 @@ static void test_execute_gone(void) {
 
         /* reaped: quietly -ESRCH before any call */
         pid_t gone = exited_pid();
-        int k = np_migrate_execute(gone, plan, 0, &r);
+        int k = np_migrate_execute(gone, plan, 0, NULL, &r);
         if (k != -ESRCH) {
                 /* the pid was reused in between: nothing to check */
                 np_migrate_result_clear(&r);
@@ -265,7 +265,7 @@ static void test_execute_gone(void) {
         }
 
         /* never existed */
-        k = np_migrate_execute(G_MAXINT32 - 1, plan, 0, &r);
+        k = np_migrate_execute(G_MAXINT32 - 1, plan, 0, NULL, &r);
         g_assert_cmpint(k, ==, -ESRCH);
         g_assert_cmpuint(r.calls, ==, 0);
         np_migrate_result_clear(&r);
@@ -278,7 +278,7 @@ static void test_execute_gone(void) {
         siginfo_t si;
         memset(&si, 0, sizeof(si));
         g_assert_cmpint(waitid(P_PID, (id_t) zombie, &si, WEXITED | WNOWAIT), ==, 0);
-        k = np_migrate_execute(zombie, plan, 0, &r);
+        k = np_migrate_execute(zombie, plan, 0, NULL, &r);
         if (k != -ENOSYS) { /* e.g. under valgrind */
                 g_assert_cmpint(k, ==, -ESRCH);
                 g_assert_cmpint(r.error, ==, -ESRCH);
@@ -291,11 +291,11 @@ static void test_execute_gone(void) {
 
 static void test_execute_bad_args(void) {
         NpMigrateResult r;
-        g_assert_cmpint(np_migrate_execute(0, NULL, 0, &r), ==, -EINVAL);
+        g_assert_cmpint(np_migrate_execute(0, NULL, 0, NULL, &r), ==, -EINVAL);
         g_assert_cmpuint(r.calls, ==, 0);
         np_migrate_result_clear(&r);
         g_autoptr(GArray) plan = plan_of(0, 0);
-        g_assert_cmpint(np_migrate_execute(-5, plan, 0, &r), ==, -EINVAL);
+        g_assert_cmpint(np_migrate_execute(-5, plan, 0, NULL, &r), ==, -EINVAL);
         np_migrate_result_clear(&r);
 }
 

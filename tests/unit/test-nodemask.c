@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for np-nodemask: parse/format round trips, set algebra, ids
  * above 64, bad input. */
 #include <errno.h>
@@ -134,10 +135,37 @@ static void test_ops(void) {
         g_assert_cmpuint(v0[0], ==, 0);
 }
 
+/* np_mask_set_range() against setting bit by bit, across word edges. */
+static void test_set_range(void) {
+        static const unsigned edges[] = { 0, 1, 62, 63, 64, 65, 127, 128, 129, 200, 1000 };
+
+        for (guint i = 0; i < G_N_ELEMENTS(edges); i++)
+                for (guint j = 0; j < G_N_ELEMENTS(edges); j++) {
+                        g_autoptr(NpMask) a = np_mask_new();
+                        g_autoptr(NpMask) b = np_mask_new();
+                        unsigned lo = edges[i], hi = edges[j];
+
+                        np_mask_set(a, 300);
+                        np_mask_set(b, 300);
+                        np_mask_set_range(a, lo, hi);
+                        for (unsigned k = lo; k <= hi; k++)
+                                np_mask_set(b, k);
+                        g_assert_true(np_mask_equal(a, b));
+                        g_assert_cmpuint(np_mask_weight(a), ==,
+                                         (hi >= lo ? hi - lo + 1 : 0) + (300 < lo || 300 > hi || hi < lo));
+                }
+        {
+                g_autoptr(NpMask) m = NULL;
+                g_assert_cmpint(np_mask_parse("0-1048576", &m), ==, 0);
+                g_assert_cmpuint(np_mask_weight(m), ==, 1048577);
+        }
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/nodemask/roundtrip", test_roundtrip);
         g_test_add_func("/nodemask/bad-input", test_bad_input);
         g_test_add_func("/nodemask/ops", test_ops);
+        g_test_add_func("/nodemask/set-range", test_set_range);
         return g_test_run();
 }

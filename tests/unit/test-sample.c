@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for np-sample: /proc/stat deltas, per-node samples on fixture
  * trees, and the per-process parsers and readers (hostile comm, truncated
  * buffers, huge pages, interleave, vanished pids). */
@@ -6,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "np-config.h"
 #include "np-sample.h"
 #include "np-sysroot.h"
 
@@ -134,11 +136,11 @@ static void test_sample_nodes_4node(void) {
         for (unsigned i = 0; i < 4; i++)
                 g_assert_cmpfloat(g_array_index(out, NpNodeSample, i).cpu_busy, ==, 0.0);
         g_autoptr(GArray) weird = g_array_copy(ticks);
-        g_array_index(weird, NpCpuTicks, 0).busy += 1000;   /* busy went backwards */
-        g_array_index(weird, NpCpuTicks, 1).total += 1000;  /* total went backwards */
-        g_array_index(weird, NpCpuTicks, 2).busy -= 500;    /* busy delta > total delta */
+        g_array_index(weird, NpCpuTicks, 0).busy += 1000; /* busy went backwards */
+        g_array_index(weird, NpCpuTicks, 1).total += 1000; /* total went backwards */
+        g_array_index(weird, NpCpuTicks, 2).busy -= 500; /* busy delta > total delta */
         g_array_index(weird, NpCpuTicks, 2).total -= 100;
-        g_array_set_size(weird, 3);                         /* CPUs 3.. unknown */
+        g_array_set_size(weird, 3); /* CPUs 3.. unknown */
         g_assert_cmpint(np_sample_nodes(t, true, weird, NULL, out), ==, 0);
         g_assert_cmpfloat(sample_of(out, 0)->cpu_busy, ==, 1.0);
         g_assert_cmpfloat(sample_of(out, 1)->cpu_busy, ==, 0.0);
@@ -189,10 +191,10 @@ static void test_sample_nodes_special(void) {
 
 /* ---- /proc/<pid>/stat ------------------------------------------------------ */
 
-#define STAT_TAIL                                                                                          \
-        " S 812 5151 812 34816 5151 4194304 1328 0 37 0 120 33 0 0 20 0 2 0 30215 10485760 512 "           \
+#define STAT_TAIL \
+        " S 812 5151 812 34816 5151 4194304 1328 0 37 0 120 33 0 0 20 0 2 0 30215 10485760 512 " \
         "18446744073709551615 94829824806912 94829824826793 140723669278992 0 0 0 0 4096 81923 1 0 0 17 " \
-        "1 0 0 3 0 0 94829824842800 94829824844416 94830663180288 140723669281418 140723669281438 "        \
+        "1 0 0 3 0 0 94829824842800 94829824844416 94830663180288 140723669281418 140723669281438 " \
         "140723669281438 140723669282795 0\n"
 
 static void test_pid_stat_hostile(void) {
@@ -210,6 +212,13 @@ static void test_pid_stat_hostile(void) {
         g_assert_cmpuint(s.starttime, ==, 30215);
         g_assert_cmpint(s.rss_pages, ==, 512);
         g_assert_cmpint(s.processor, ==, 1);
+
+        /* a kernel thread's name is longer than a task's 15 bytes and is
+         * kept whole (NP_COMM_MAX is the buffer, not the kernel's limit) */
+        const char *kw = "77 (kworker/u8:2-events_unbound)" STAT_TAIL;
+        g_assert_cmpint(np_parse_pid_stat(kw, &s), ==, 0);
+        g_assert_cmpstr(s.comm, ==, "kworker/u8:2-events_unbound");
+        g_assert_cmpuint(strlen(s.comm), >, NP_TASK_COMM_LEN);
 
         /* comms that try to look like fields */
         static const struct {
@@ -272,14 +281,22 @@ static void test_pid_stat_malformed(void) {
                 "5151 comm)" STAT_TAIL,
                 "5151  (comm)" STAT_TAIL,
                 "5151 (comm)S 812 5151",
-                "5151 (comm)  S 812 5151 812 34816 5151 4194304 1328 0 37 0 120 33 0 0 20 0 2 0 30215 1 5 1 1 1 1 0 0 0 0 1 1 1 0 0 17 1 0",
-                "5151 (comm) SS 812 5151 812 34816 5151 4194304 1328 0 37 0 120 33 0 0 20 0 2 0 30215 1 5 1 1 1 1 0 0 0 0 1 1 1 0 0 17 1 0",
-                "5151 (comm) S x 5151 812 34816 5151 4194304 1328 0 37 0 120 33 0 0 20 0 2 0 30215 1 5 1 1 1 1 0 0 0 0 1 1 1 0 0 17 1 0",
-                "5151 (comm) S 812 5151 812 34816 5151 -4 1328 0 37 0 120 33 0 0 20 0 2 0 30215 1 5 1 1 1 1 0 0 0 0 1 1 1 0 0 17 1 0",
-                "5151 (comm) S 812 5151 812 34816 5151 4 1328 0 37 0 1x 33 0 0 20 0 2 0 30215 1 5 1 1 1 1 0 0 0 0 1 1 1 0 0 17 1 0",
-                "5151 (comm) S 812 5151 812 34816 5151 4 1328 0 37 0 1 33 0 0 20 0 2 0 30215 1 5 1 1 1 1 0 0 0 0 1 1 1 0 0 17 99999999999 0",
-                "5151 (comm) S 99999999999 5151 812 34816 5151 4 1328 0 37 0 1 33 0 0 20 0 2 0 30215 1 5 1 1 1 1 0 0 0 0 1 1 1 0 0 17 1 0",
-                "5151 (comm) S 812 5151 812 34816 5151 4 1328 0 37 0 1 33 0 0 20 0 2 0 30215 1 99999999999999999999 1 1 1 1 0 0 0 0 1 1 1 0 0 17 1 0",
+                "5151 (comm)  S 812 5151 812 34816 5151 4194304 1328 0 37 0 120 33 0 0 20 0 2 0 30215 1 5 1 1 1 1 0 0 "
+                "0 0 1 1 1 0 0 17 1 0",
+                "5151 (comm) SS 812 5151 812 34816 5151 4194304 1328 0 37 0 120 33 0 0 20 0 2 0 30215 1 5 1 1 1 1 0 0 "
+                "0 0 1 1 1 0 0 17 1 0",
+                "5151 (comm) S x 5151 812 34816 5151 4194304 1328 0 37 0 120 33 0 0 20 0 2 0 30215 1 5 1 1 1 1 0 0 0 0 "
+                "1 1 1 0 0 17 1 0",
+                "5151 (comm) S 812 5151 812 34816 5151 -4 1328 0 37 0 120 33 0 0 20 0 2 0 30215 1 5 1 1 1 1 0 0 0 0 1 "
+                "1 1 0 0 17 1 0",
+                "5151 (comm) S 812 5151 812 34816 5151 4 1328 0 37 0 1x 33 0 0 20 0 2 0 30215 1 5 1 1 1 1 0 0 0 0 1 1 "
+                "1 0 0 17 1 0",
+                "5151 (comm) S 812 5151 812 34816 5151 4 1328 0 37 0 1 33 0 0 20 0 2 0 30215 1 5 1 1 1 1 0 0 0 0 1 1 1 "
+                "0 0 17 99999999999 0",
+                "5151 (comm) S 99999999999 5151 812 34816 5151 4 1328 0 37 0 1 33 0 0 20 0 2 0 30215 1 5 1 1 1 1 0 0 0 "
+                "0 1 1 1 0 0 17 1 0",
+                "5151 (comm) S 812 5151 812 34816 5151 4 1328 0 37 0 1 33 0 0 20 0 2 0 30215 1 99999999999999999999 1 "
+                "1 1 1 0 0 0 0 1 1 1 0 0 17 1 0",
         };
         for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
                 NpPidStat s;
@@ -290,7 +307,8 @@ static void test_pid_stat_malformed(void) {
         g_assert_cmpint(np_parse_pid_stat(NULL, &s), ==, -EINVAL);
 
         /* negative values where the kernel prints signed numbers are fine */
-        const char *neg = "5 (rt) S 1 5 5 0 -1 4 1 0 0 0 1 2 -3 -4 -51 0 1 0 99 1 -1 1 1 1 1 0 0 0 0 1 1 1 0 0 17 3 50 1";
+        const char *neg =
+                "5 (rt) S 1 5 5 0 -1 4 1 0 0 0 1 2 -3 -4 -51 0 1 0 99 1 -1 1 1 1 1 0 0 0 0 1 1 1 0 0 17 3 50 1";
         g_assert_cmpint(np_parse_pid_stat(neg, &s), ==, 0);
         g_assert_cmpint(s.rss_pages, ==, -1);
         g_assert_cmpint(s.processor, ==, 3);
@@ -399,12 +417,12 @@ static void test_pid_status(void) {
         static const char *bad[] = {
                 "",
                 "Name:\tx\n",
-                "Uid:\t0\t0\t0\t0\n",                               /* no Threads */
-                "Threads:\t1\n",                                     /* no Uid */
+                "Uid:\t0\t0\t0\t0\n", /* no Threads */
+                "Threads:\t1\n", /* no Uid */
                 "Uid:\tx\nThreads:\t1\n",
                 "Uid:\t0\nThreads:\t1x\n",
                 "Uid:\t0\nThreads:\t99999999999\n",
-                "Uid:\t0\nThreads:\t1\nVmRSS:\t12\n",                /* no unit */
+                "Uid:\t0\nThreads:\t1\nVmRSS:\t12\n", /* no unit */
                 "Uid:\t0\nThreads:\t1\nVmRSS:\t12 MB\n",
                 "Uid:\t0\nThreads:\t1\nVmRSS:\t kB\n",
                 "Uid:\t0\nThreads:\t1\nCpus_allowed_list:\t0-3,\n",
@@ -469,18 +487,19 @@ static void test_numa_maps_fixture(void) {
 
 static void test_numa_maps_parse(void) {
         NpNumaMaps m;
-        const char *buf =
-                "7f12a000 interleave:0-3 anon=4096 dirty=4096 active=0 N0=1024 N1=1024 N2=1024 N3=1024 kernelpagesize_kB=4\n"
-                "7f200000 default huge anon=2 dirty=2 N0=2 kernelpagesize_kB=2048\n"
-                "7f300000 bind:1 anon=3 dirty=3 N1=3\n" /* no kernelpagesize_kB: 4 KiB */
-                "7f400000 default file=/lib/x.so\n"
-                "7f500000 prefer (many):0-1 anon=1 N1=1 kernelpagesize_kB=4\n"
-                "7f600000 weighted interleave:0-1 anon=2 N0=1 N1=1 kernelpagesize_kB=4\n"
-                "7f700000 default anon=1 N130=1 kernelpagesize_kB=65536\n"
-                "7f800000 default anon=5 N1=2 N1=3\n"; /* repeated node adds up */
+        const char *buf = "7f12a000 interleave:0-3 anon=4096 dirty=4096 active=0 N0=1024 N1=1024 N2=1024 N3=1024 "
+                          "kernelpagesize_kB=4\n"
+                          "7f200000 default huge anon=2 dirty=2 N0=2 kernelpagesize_kB=2048\n"
+                          "7f300000 bind:1 anon=3 dirty=3 N1=3\n" /* no kernelpagesize_kB: 4 KiB */
+                          "7f400000 default file=/lib/x.so\n"
+                          "7f500000 prefer (many):0-1 anon=1 N1=1 kernelpagesize_kB=4\n"
+                          "7f600000 weighted interleave:0-1 anon=2 N0=1 N1=1 kernelpagesize_kB=4\n"
+                          "7f700000 default anon=1 N130=1 kernelpagesize_kB=65536\n"
+                          "7f800000 default anon=5 N1=2 N1=3\n"; /* repeated node adds up */
         g_assert_cmpint(np_parse_numa_maps(buf, &m), ==, 0);
         g_assert_cmpuint(np_numa_maps_node_bytes(&m, 0), ==, 1024 * 4 * KIB + 2 * 2 * MIB + 4 * KIB);
-        g_assert_cmpuint(np_numa_maps_node_bytes(&m, 1), ==, 1024 * 4 * KIB + 3 * 4 * KIB + 4 * KIB + 4 * KIB + 5 * 4 * KIB);
+        g_assert_cmpuint(np_numa_maps_node_bytes(&m, 1), ==,
+                         1024 * 4 * KIB + 3 * 4 * KIB + 4 * KIB + 4 * KIB + 5 * 4 * KIB);
         g_assert_cmpuint(np_numa_maps_node_bytes(&m, 130), ==, 64 * MIB);
         g_assert_cmpuint(m.huge_bytes, ==, 4 * MIB);
         g_assert_cmpuint(m.interleaved_bytes, ==, 4096 * 4 * KIB + 2 * 4 * KIB);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for np-sysroot: root prefix handling and the file readers. */
 #include <errno.h>
 #include <glib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for np-topology: every fixture tree (see tests/fixtures/README.md),
  * meminfo and distance parsing including malformed input. */
 #include <errno.h>
@@ -5,6 +6,7 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
+#include "np-sample.h"
 #include "np-sysroot.h"
 #include "np-topology.h"
 
@@ -87,10 +89,7 @@ static void test_4node(void) {
         }
         const unsigned ids[] = { 0, 1, 2, 3 };
         const unsigned d[] = {
-                10, 20, 30, 30,
-                20, 10, 30, 30,
-                30, 30, 10, 20,
-                30, 30, 20, 10,
+                10, 20, 30, 30, 20, 10, 30, 30, 30, 30, 10, 20, 30, 30, 20, 10,
         };
         assert_distances(t, ids, d);
 
@@ -138,11 +137,7 @@ static void test_sparse(void) {
         g_assert_cmpint(np_topology_node_of_cpu(t, 9), ==, 70);
         const unsigned ids[] = { 0, 2, 5, 9, 70 };
         const unsigned d[] = {
-                10, 16, 32, 32, 40,
-                16, 10, 32, 32, 40,
-                32, 32, 10, 16, 40,
-                32, 32, 16, 10, 40,
-                40, 40, 40, 40, 10,
+                10, 16, 32, 32, 40, 16, 10, 32, 32, 40, 32, 32, 10, 16, 40, 32, 32, 16, 10, 40, 40, 40, 40, 40, 10,
         };
         assert_distances(t, ids, d);
 
@@ -150,6 +145,87 @@ static void test_sparse(void) {
         g_assert_cmpint(np_mask_parse("5,70", &nodes), ==, 0);
         g_autoptr(NpMask) cpus = np_topology_cpus_of(t, nodes);
         assert_mask(cpus, "4-5,8-9");
+}
+
+/* Large machines: 16 nodes / 512 CPUs, and 32 sparse nodes / 1024 CPUs. */
+static void use_tree(const char *tree) {
+        g_autofree char *root = g_build_filename(g_getenv("NP_FIXTURES"), tree, NULL);
+        np_sysroot_set(root);
+}
+
+static void test_16node(void) {
+        g_autoptr(NpTopology) t = load_tree("16node");
+        g_assert_cmpuint(t->nodes->len, ==, 16);
+        assert_mask(t->online, "0-15");
+        assert_mask(t->with_memory, "0-15");
+        assert_mask(t->all_cpus, "0-511");
+        g_assert_cmpuint(t->max_cpu, ==, 512);
+        assert_node(t, 0, "0-31", 16 * GIB);
+        assert_node(t, 7, "224-255", 16 * GIB);
+        assert_node(t, 15, "480-511", 16 * GIB);
+        g_assert_cmpint(np_topology_node_of_cpu(t, 511), ==, 15);
+        g_assert_cmpint(np_topology_node_of_cpu(t, 256), ==, 8);
+        g_assert_cmpint(np_topology_node_of_cpu(t, 512), ==, -1);
+        /* sockets of four nodes */
+        for (unsigned a = 0; a < 16; a++)
+                for (unsigned b = 0; b < 16; b++)
+                        g_assert_cmpuint(np_topology_distance(t, a, b), ==, a == b ? 10 : a / 4 == b / 4 ? 12 : 32);
+
+        g_autoptr(GArray) ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
+        g_autoptr(GArray) s = g_array_new(FALSE, TRUE, sizeof(NpNodeSample));
+        use_tree("16node");
+        g_assert_cmpint(np_sample_nodes(t, true, NULL, ticks, s), ==, 0);
+        np_sysroot_set(NULL);
+        g_assert_cmpuint(ticks->len, ==, 512);
+        g_assert_cmpuint(s->len, ==, 16);
+        const NpNodeSample *n15 = &g_array_index(s, NpNodeSample, 15);
+        g_assert_cmpuint(n15->id, ==, 15);
+        g_assert_cmpfloat(n15->cpu_capacity, ==, 32.0);
+        g_assert_cmpuint(n15->mem_free_strict_bytes, ==, (8388608 + 65536 * 15) * KIB);
+        g_assert_cmpuint(n15->mem_free_bytes, ==, (8388608 + 65536 * 15 + 131072 * 16) * KIB);
+}
+
+static void test_32node_sparse(void) {
+        g_autoptr(NpTopology) t = load_tree("32node");
+        g_assert_cmpuint(t->nodes->len, ==, 32);
+        assert_mask(t->online, "0-3,10-13,20-23,30-33,40-43,50-53,60-63,70-73");
+        assert_mask(t->with_cpus, "0-3,10-13,20-23,30-33,40-43,50-53,60-63,70-73");
+        assert_mask(t->all_cpus, "0-1023");
+        g_assert_cmpuint(t->max_cpu, ==, 1024);
+        assert_node(t, 0, "0-31", 8 * GIB);
+        assert_node(t, 10, "128-159", 8 * GIB);
+        assert_node(t, 73, "992-1023", 8 * GIB);
+        g_assert_null(np_topology_node(t, 4));
+        g_assert_null(np_topology_node(t, 64));
+        g_assert_cmpint(np_topology_node_of_cpu(t, 1023), ==, 73);
+        g_assert_cmpint(np_topology_node_of_cpu(t, 160), ==, 11);
+        g_assert_cmpuint(np_topology_distance(t, 10, 13), ==, 12);
+        g_assert_cmpuint(np_topology_distance(t, 13, 20), ==, 32);
+        g_assert_cmpuint(np_topology_distance(t, 73, 73), ==, 10);
+        g_assert_cmpuint(np_topology_distance(t, 0, 73), ==, 32);
+        g_assert_cmpuint(np_topology_distance(t, 0, 4), ==, 0); /* not a node */
+
+        g_autoptr(NpMask) nodes = NULL;
+        g_assert_cmpint(np_mask_parse("3,70", &nodes), ==, 0);
+        g_autoptr(NpMask) cpus = np_topology_cpus_of(t, nodes);
+        assert_mask(cpus, "96-127,896-927");
+
+        g_autoptr(GArray) ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
+        g_autoptr(GArray) s = g_array_new(FALSE, TRUE, sizeof(NpNodeSample));
+        use_tree("32node");
+        g_assert_cmpint(np_sample_nodes(t, false, NULL, ticks, s), ==, 0);
+        g_assert_cmpuint(ticks->len, ==, 1024);
+        g_assert_cmpuint(s->len, ==, 32);
+        const NpNodeSample *last = &g_array_index(s, NpNodeSample, 31);
+        g_assert_cmpuint(last->id, ==, 73);
+        g_assert_cmpuint(last->mem_total_bytes, ==, 8 * GIB);
+        g_assert_cmpuint(last->mem_free_bytes, ==, (4194304 + 32768 * 31) * KIB);
+        /* second sample against the first: static ticks, so nothing busy */
+        g_autoptr(GArray) ticks2 = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
+        g_assert_cmpint(np_sample_nodes(t, false, ticks, ticks2, s), ==, 0);
+        np_sysroot_set(NULL);
+        for (guint i = 0; i < s->len; i++)
+                g_assert_cmpfloat(g_array_index(s, NpNodeSample, i).cpu_busy, ==, 0.0);
 }
 
 static void test_memonly(void) {
@@ -332,8 +408,7 @@ static void test_parse_meminfo(void) {
         g_assert_cmpint(np_parse_meminfo_value("MemTotal: -5 kB\n", "MemTotal", &v), ==, -EINVAL);
         g_assert_cmpint(np_parse_meminfo_value("MemTotal: 5 MB\n", "MemTotal", &v), ==, -EINVAL);
         g_assert_cmpint(np_parse_meminfo_value("MemTotal: 5 kB junk\n", "MemTotal", &v), ==, -EINVAL);
-        g_assert_cmpint(np_parse_meminfo_value("MemTotal: 99999999999999999999 kB\n", "MemTotal", &v), ==,
-                        -EINVAL);
+        g_assert_cmpint(np_parse_meminfo_value("MemTotal: 99999999999999999999 kB\n", "MemTotal", &v), ==, -EINVAL);
         g_assert_cmpint(np_parse_meminfo_value("MemTotal: 18014398509481984 kB\n", "MemTotal", &v), ==,
                         -EINVAL); /* 2^54 kB overflows bytes */
         g_assert_cmpint(np_parse_meminfo_value("Node 0 MemTotal", "MemTotal", &v), ==, -ENOENT);
@@ -358,7 +433,7 @@ static void test_parse_distance(void) {
         g_assert_cmpuint(g_array_index(out, NpDistance, 0).distance, ==, 40);
 
         static const char *bad[] = {
-                "10 16 32 32\n",       /* too few */
+                "10 16 32 32\n", /* too few */
                 "10 16 32 32 40 50\n", /* too many */
                 "10 16 x 32 40\n",
                 "10 16 -32 32 40\n",
@@ -384,6 +459,8 @@ int main(int argc, char **argv) {
         g_test_add_func("/topology/4node", test_4node);
         g_test_add_func("/topology/8node", test_8node);
         g_test_add_func("/topology/sparse", test_sparse);
+        g_test_add_func("/topology/16node", test_16node);
+        g_test_add_func("/topology/32node-sparse", test_32node_sparse);
         g_test_add_func("/topology/memonly", test_memonly);
         g_test_add_func("/topology/cpuonly", test_cpuonly);
         g_test_add_func("/topology/nonuma", test_nonuma);

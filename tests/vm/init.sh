@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # /init of the npvm initramfs (PID 1, busybox sh).  Mounts the basics, sets
 # up the cgroup mode, runs /npvm/scenario.sh between the NPVM-BEGIN and
 # NPVM-END markers, then powers off.  If anything here dies, the kernel

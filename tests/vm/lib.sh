@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Helpers for npvm scenarios (busybox sh), sourced before /npvm/scenario.sh.
 #
 # Reporting: every result goes to the console as `NPVM-R KEY VALUE...`; the

@@ -57,6 +57,7 @@ PACKAGES = {
     "numad": "numad",
     "dbus-daemon": "dbus-daemon",
     "busctl": "systemd",
+    "gnuplot": "gnuplot-nox",
 }
 
 DEFAULT_CMDLINE = ["console=ttyS0", "panic=-1", "quiet", "loglevel=1", "nokaslr",

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Helpers every placement mechanism uses: /proc reads of the real machine
+ * (threads, start time, comm), thread affinities, saving the state file,
+ * and moving every thread of a process with a mechanism's per-thread
+ * operations. Contract: np-backend-private.h.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "np-backend-private.h"
+#include "np-cleanup.h"
+#include "np-log.h"
+
+/* ---- /proc helpers ---- */
+
+int np_proc_starttime(pid_t pid, uint64_t *starttime) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int) pid);
+        g_autofree char *buf = NULL;
+        g_auto(GStrv) fields = NULL;
+        const char *rp;
+
+        if (pid <= 0)
+                return -ESRCH;
+        if (!g_file_get_contents(path, &buf, NULL, NULL))
+                return -ESRCH;
+        /* comm may hold spaces and parentheses: fields resume after the last ')'. */
+        rp = strrchr(buf, ')');
+        if (!rp || rp[1] != ' ')
+                return -ESRCH;
+        fields = g_strsplit(rp + 2, " ", 0);
+        /* fields[0] is field 3 (state), so field 22 is fields[19]. */
+        if (g_strv_length(fields) < 20)
+                return -ESRCH;
+        if (fields[0][0] == 'Z' || fields[0][0] == 'X') {
+                /* A zombie leader whose other threads still run is alive. */
+                g_autoptr(GArray) tids = NULL;
+                if (fields[0][0] == 'X' || np_proc_tids(pid, &tids) < 0 || tids->len < 2)
+                        return -ESRCH;
+        }
+        *starttime = g_ascii_strtoull(fields[19], NULL, 10);
+        return 0;
+}
+
+bool np_proc_alive(pid_t pid, uint64_t starttime) {
+        uint64_t st;
+
+        return np_proc_starttime(pid, &st) == 0 && st == starttime;
+}
+
+static gint pid_cmp(gconstpointer a, gconstpointer b) {
+        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+
+        return (x > y) - (x < y);
+}
+
+int np_proc_tids(pid_t pid, GArray **out) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/task", (int) pid);
+        g_autoptr(GArray) a = g_array_new(FALSE, FALSE, sizeof(pid_t));
+        struct dirent *de;
+        g_autoptr(DIR) d = opendir(path);
+
+        if (!d)
+                return -ESRCH;
+        while ((de = readdir(d))) {
+                char *end;
+                long v = strtol(de->d_name, &end, 10);
+                if (*end || v <= 0)
+                        continue;
+                pid_t tid = (pid_t) v;
+                g_array_append_val(a, tid);
+        }
+        if (a->len == 0)
+                return -ESRCH;
+        g_array_sort(a, pid_cmp);
+        *out = g_steal_pointer(&a);
+        return 0;
+}
+
+char *np_proc_comm(pid_t pid) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/comm", (int) pid);
+        char *buf = NULL;
+
+        if (!g_file_get_contents(path, &buf, NULL, NULL))
+                return g_strdup("?");
+        g_strchomp(buf);
+        return buf;
+}
+
+int np_thread_get_affinity(pid_t tid, NpMask **out) {
+        /* Grow the set until the kernel's cpumask fits (EINVAL = too small). */
+        for (size_t ncpus = 1024; ncpus <= NP_MASK_MAX_ID; ncpus *= 2) {
+                size_t size = CPU_ALLOC_SIZE(ncpus);
+                cpu_set_t *set = CPU_ALLOC(ncpus);
+                NpMask *m;
+
+                if (!set)
+                        return -ENOMEM;
+                if (sched_getaffinity(tid, size, set) < 0) {
+                        int r = -errno;
+                        CPU_FREE(set);
+                        if (r == -EINVAL)
+                                continue;
+                        return r;
+                }
+                m = np_mask_new();
+                for (size_t c = 0; c < ncpus; c++)
+                        if (CPU_ISSET_S(c, size, set))
+                                np_mask_set(m, (unsigned) c);
+                CPU_FREE(set);
+                *out = m;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+int np_thread_set_affinity(pid_t tid, const NpMask *cpus) {
+        unsigned long nbits = 0;
+        g_autofree unsigned long *bits = np_mask_to_ulongs(cpus, 64, &nbits);
+
+        /* A cpu_set_t is an array of unsigned long in the same bit order. */
+        if (sched_setaffinity(tid, nbits / 8, (cpu_set_t *) bits) < 0)
+                return -errno;
+        return 0;
+}
+
+/* ---- state ---- */
+
+int np_backend_save_state(NpBackend *b, GError **error) {
+        g_autoptr(GError) e = NULL;
+        const NpMechanism *m = b->active;
+        int r;
+
+        np_state_set_hierarchy(b->state, m && m->ops->root ? m->ops->root(m) : NULL,
+                               m && m->ops->variant ? m->ops->variant(m) : NULL);
+        r = np_state_save(b->state, &e);
+        if (r < 0) {
+                log_error("Cannot write state file %s: %s", b->state_file, e->message);
+                if (error)
+                        g_propagate_error(error, g_steal_pointer(&e));
+        }
+        return r;
+}
+
+/* ---- threads ---- */
+
+int np_backend_restore_affinity(const NpStateProcess *p, bool warn) {
+        g_autoptr(GArray) tids = NULL;
+        int ret = 0;
+
+        if (np_proc_tids(p->pid, &tids) < 0)
+                return 0; /* gone */
+        for (guint i = 0; i < tids->len; i++) {
+                pid_t tid = g_array_index(tids, pid_t, i);
+                const NpStateThread *t = np_state_process_thread(p, tid);
+                const NpMask *aff = t && t->affinity ? t->affinity : p->orig_affinity;
+                int r;
+
+                if (!aff || np_mask_empty(aff))
+                        continue;
+                r = np_thread_set_affinity(tid, aff);
+                if (r < 0 && r != -ESRCH) {
+                        g_autofree char *s = np_mask_format(aff);
+                        np_log(warn ? LOG_WARNING : LOG_DEBUG,
+                               "Cannot give thread %d of pid %d its affinity %s back: %s", (int) tid, (int) p->pid, s,
+                               g_strerror(-r));
+                        if (ret == 0)
+                                ret = r;
+                }
+        }
+        return ret;
+}
+
+int np_backend_move_threads(NpBackend *b, void *data, NpStateProcess *p, const NpThreadMover *ops, GError **error) {
+        g_autoptr(GHashTable) moved = g_hash_table_new(g_direct_hash, g_direct_equal);
+
+        for (unsigned pass = 0; pass < NP_MOVE_MAX_PASSES; pass++) {
+                g_autoptr(GArray) tids = NULL;
+                g_autoptr(GArray) todo = g_array_new(FALSE, FALSE, sizeof(pid_t));
+                bool dirty = false;
+                int r;
+
+                if (!np_proc_alive(p->pid, p->starttime) || np_proc_tids(p->pid, &tids) < 0)
+                        return -ESRCH;
+                for (guint i = 0; i < tids->len; i++) {
+                        pid_t tid = g_array_index(tids, pid_t, i);
+
+                        if (g_hash_table_contains(moved, GINT_TO_POINTER(tid)))
+                                continue;
+                        if (pass > 0 && ops->placed(data, p, tid)) {
+                                g_hash_table_add(moved, GINT_TO_POINTER(tid));
+                                continue;
+                        }
+                        g_array_append_val(todo, tid);
+                }
+                if (todo->len == 0)
+                        return 0;
+                for (guint i = 0; i < todo->len; i++)
+                        dirty |= ops->record(data, p, g_array_index(todo, pid_t, i));
+                if (dirty) {
+                        r = np_backend_save_state(b, error);
+                        if (r < 0)
+                                return r;
+                }
+                for (guint i = 0; i < todo->len; i++) {
+                        pid_t tid = g_array_index(todo, pid_t, i);
+                        g_autoptr(GError) e = NULL;
+
+                        r = ops->move(data, p, tid, &e);
+                        if (r < 0 && r != -ESRCH) {
+                                if (!np_proc_alive(p->pid, p->starttime))
+                                        return -ESRCH;
+                                g_propagate_error(error, g_steal_pointer(&e));
+                                return r;
+                        }
+                        /* -ESRCH: that thread exited; the next pass tells
+                         * whether the whole process did. */
+                        g_hash_table_add(moved, GINT_TO_POINTER(tid));
+                }
+        }
+        g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_AGAIN,
+                    "threads kept appearing after %d passes over /proc/%d/task", NP_MOVE_MAX_PASSES, (int) p->pid);
+        return -EAGAIN;
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+/*
+ * When to read a significant process's /proc/<pid>/numa_maps (pure logic).
+ *
+ * Reading numa_maps walks the target's page tables under its mmap lock: for a
+ * 1 GB process with 4 kB pages about 3 ms of the daemon's CPU, during which
+ * the target's own mmap/munmap calls wait. So the manager reads it only when
+ * it can have changed in a way that matters:
+ *  - when the process becomes significant (or has never been read);
+ *  - when its resident memory changed by more than NP_MAPS_RSS_CHANGE_PERCENT
+ *    since the last read (either way);
+ *  - otherwise when the last read is max_scans scans old (LocalityRefreshScans=)
+ *    and the process ran since (its CPU ticks moved), or NP_MAPS_IDLE_FACTOR
+ *    times that when it did not run: the pages of a process that does not
+ *    run stay where they are (NUMA balancing moves pages on the task's own
+ *    accesses, mbind and the daemon's moves are covered above), except for
+ *    what another process does to them (a migratepages(8) by hand, reclaim,
+ *    which the resident memory shows), which the longer bound catches;
+ *  - and around a move: before planning it the manager reads it, after it the
+ *    mover's own "after" read is taken as the fresh value
+ *    (np_maps_age_read() with no read of the manager's own).
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#define NP_MAPS_RSS_CHANGE_PERCENT 5u
+#define NP_MAPS_IDLE_FACTOR 10u
+
+typedef struct {
+        bool valid; /* read since the process (last) became significant */
+        uint64_t rss_bytes; /* resident memory when it was read */
+        uint64_t cpu_ticks; /* its utime+stime when it was read */
+        unsigned scans; /* scans since it was read */
+        uint64_t read_usec; /* CLOCK_REALTIME of the read (LocalityTimestamp), 0 = never */
+} NpMapsAge;
+
+typedef enum {
+        NP_MAPS_KEEP = 0, /* not due: keep the last read */
+        NP_MAPS_DUE_NEW, /* never read, or significant again */
+        NP_MAPS_DUE_RSS, /* resident memory changed by more than the percentage */
+        NP_MAPS_DUE_AGE, /* max_scans scans old */
+} NpMapsDue;
+
+/* Whether numa_maps must be read this scan for a significant process whose
+ * resident memory is now rss_bytes and CPU time cpu_ticks (utime+stime).
+ * max_scans 0 is taken as 1 (every scan). Pure: does not change *a. */
+NpMapsDue np_maps_refresh_due(const NpMapsAge *a, uint64_t rss_bytes, uint64_t cpu_ticks, unsigned max_scans);
+
+/* numa_maps was read now (by the manager, or by the mover around a move):
+ * valid, scans 0, rss_bytes, cpu_ticks and read_usec recorded. */
+void np_maps_age_read(NpMapsAge *a, uint64_t rss_bytes, uint64_t cpu_ticks, uint64_t realtime_usec);
+
+/* A scan passed without reading it. */
+void np_maps_age_scan(NpMapsAge *a);
+
+/* The process stopped being significant: the next time it is, read it.
+ * read_usec is kept (it still says how old the published values are). */
+void np_maps_age_invalidate(NpMapsAge *a);
+
+/* Text for logs: "new", "rss", "age" or "keep". */
+const char *np_maps_due_to_string(NpMapsDue d);

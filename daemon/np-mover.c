@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The mover: a queue of moves and one worker thread. See np-mover.h. */
+#include "np-mover.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "np-log.h"
+
+struct NpMover {
+        sd_event_source *io; /* the worker's eventfd on the main loop */
+        int efd;
+        GQueue queue; /* NpMove*, waiting */
+        NpMove *running; /* on the worker, or NULL */
+        GThread *thread;
+        gint cancel; /* read by the worker between calls */
+        bool kicking; /* in kick(): submissions from callbacks just queue */
+        NpMovePrepareFn prepare;
+        NpMoveDoneFn done;
+        void *userdata;
+};
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * G_USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+NpMove *np_move_new(pid_t pid, uint64_t starttime, uint64_t max_rate, void *data, GDestroyNotify data_free) {
+        NpMove *mv = g_new0(NpMove, 1);
+        mv->pid = pid;
+        mv->starttime = starttime;
+        mv->max_rate = max_rate;
+        mv->data = data;
+        mv->data_free = data_free;
+        return mv;
+}
+
+void np_move_free(NpMove *mv) {
+        if (!mv)
+                return;
+        if (mv->plan)
+                g_array_unref(mv->plan);
+        np_migrate_result_clear(&mv->result);
+        if (mv->data_free)
+                mv->data_free(mv->data);
+        g_free(mv);
+}
+
+static gpointer worker(gpointer data) {
+        NpMover *m = data;
+        NpMove *mv = m->running;
+        uint64_t one = 1;
+
+        mv->r = np_migrate_execute(mv->pid, mv->plan, mv->max_rate, &m->cancel, &mv->result);
+        /* Wake the main loop. An eventfd counter write of 1 cannot block. */
+        while (write(m->efd, &one, sizeof one) < 0 && errno == EINTR)
+                ;
+        return NULL;
+}
+
+/* Hand a finished (or never started) move back to its owner. */
+static void deliver(NpMover *m, NpMove *mv) {
+        m->done(mv, m->userdata);
+}
+
+/* Start moves from the head of the queue while the worker is idle. */
+static void kick(NpMover *m) {
+        if (m->kicking)
+                return;
+        m->kicking = true;
+        while (!m->running && !g_queue_is_empty(&m->queue)) {
+                NpMove *mv = g_queue_pop_head(&m->queue);
+                int r = m->prepare(mv, m->userdata);
+
+                if (r < 0 || !mv->plan) {
+                        mv->r = r < 0 ? r : -EINVAL;
+                        deliver(m, mv);
+                        continue;
+                }
+                g_atomic_int_set(&m->cancel, 0);
+                mv->started = true;
+                mv->started_usec = now_usec();
+                m->running = mv;
+                m->thread = g_thread_try_new("np-mover", worker, m, NULL);
+                if (!m->thread) {
+                        log_error("Cannot start the migration worker thread; move of pid %d dropped", (int) mv->pid);
+                        m->running = NULL;
+                        mv->started = false;
+                        mv->r = -EAGAIN;
+                        deliver(m, mv);
+                }
+        }
+        m->kicking = false;
+}
+
+/* The worker said it is done: join it and deliver. */
+static void reap(NpMover *m) {
+        NpMove *mv = m->running;
+
+        if (!mv)
+                return;
+        g_thread_join(m->thread);
+        m->thread = NULL;
+        m->running = NULL;
+        deliver(m, mv);
+}
+
+static int on_worker_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        NpMover *m = userdata;
+        uint64_t n;
+
+        if (read(fd, &n, sizeof n) < 0 && errno != EAGAIN && errno != EINTR)
+                log_warning("Reading the mover's eventfd failed: %s", g_strerror(errno));
+        reap(m);
+        kick(m);
+        return 0;
+}
+
+NpMover *np_mover_new(sd_event *event, NpMovePrepareFn prepare, NpMoveDoneFn done, void *userdata, GError **error) {
+        g_autoptr(NpMover) m = g_new0(NpMover, 1);
+        int r;
+
+        g_return_val_if_fail(event && prepare && done, NULL);
+        m->prepare = prepare;
+        m->done = done;
+        m->userdata = userdata;
+        g_queue_init(&m->queue);
+        m->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (m->efd < 0) {
+                int errsv = errno;
+                g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errsv), "Cannot create an eventfd: %s",
+                            g_strerror(errsv));
+                return NULL;
+        }
+        r = sd_event_add_io(event, &m->io, m->efd, EPOLLIN, on_worker_done, m);
+        if (r < 0) {
+                g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(-r), "Cannot watch the mover's eventfd: %s",
+                            g_strerror(-r));
+                return NULL;
+        }
+        (void) sd_event_source_set_description(m->io, "mover-done");
+        return g_steal_pointer(&m);
+}
+
+void np_mover_stop(NpMover *m) {
+        NpMove *mv;
+
+        /* Queued moves first, so a done() that submits again does not race
+         * the running one; then the running one. */
+        while ((mv = g_queue_pop_head(&m->queue))) {
+                mv->r = -ECANCELED;
+                deliver(m, mv);
+        }
+        if (m->running) {
+                uint64_t n;
+
+                g_atomic_int_set(&m->cancel, 1);
+                g_thread_join(m->thread);
+                m->thread = NULL;
+                (void) !read(m->efd, &n, sizeof n);
+                mv = m->running;
+                m->running = NULL;
+                deliver(m, mv);
+        }
+        /* done() may have queued more: cancel those too. */
+        while ((mv = g_queue_pop_head(&m->queue))) {
+                mv->r = -ECANCELED;
+                deliver(m, mv);
+        }
+}
+
+void np_mover_free(NpMover *m) {
+        if (!m)
+                return;
+        if (m->prepare)
+                np_mover_stop(m);
+        sd_event_source_disable_unref(m->io);
+        if (m->efd >= 0)
+                close(m->efd);
+        g_free(m);
+}
+
+const NpMove *np_mover_find(const NpMover *m, pid_t pid) {
+        if (m->running && m->running->pid == pid)
+                return m->running;
+        for (GList *l = m->queue.head; l; l = l->next)
+                if (((NpMove *) l->data)->pid == pid)
+                        return l->data;
+        return NULL;
+}
+
+bool np_mover_running(const NpMover *m, pid_t pid) {
+        return m->running && m->running->pid == pid;
+}
+
+const NpMove *np_mover_current(const NpMover *m) {
+        return m->running;
+}
+
+guint np_mover_queued(const NpMover *m) {
+        return m->queue.length;
+}
+
+bool np_mover_busy(const NpMover *m) {
+        return m->running || m->queue.length > 0;
+}
+
+int np_mover_submit(NpMover *m, NpMove *mv) {
+        g_return_val_if_fail(mv, -EINVAL);
+        if (np_mover_find(m, mv->pid))
+                return -EBUSY;
+        mv->queued_usec = now_usec();
+        g_queue_push_tail(&m->queue, mv);
+        kick(m);
+        return 0;
+}
+
+int np_mover_cancel(NpMover *m, pid_t pid) {
+        if (m->running && m->running->pid == pid) {
+                g_atomic_int_set(&m->cancel, 1);
+                return 0;
+        }
+        for (GList *l = m->queue.head; l; l = l->next) {
+                NpMove *mv = l->data;
+                if (mv->pid == pid) {
+                        g_queue_delete_link(&m->queue, l);
+                        mv->r = -ECANCELED;
+                        deliver(m, mv);
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+/*
+ * The mover: one queue of memory moves and one worker thread that carries
+ * out the move at its head with np_migrate_execute() (the migrate_pages(2)
+ * calls and the MaxRate pacing), so the daemon's main loop never waits for a
+ * move: it keeps answering the bus, scanning and feeding the watchdog.
+ *
+ * A move's life, all callbacks on the main loop (the sd-event loop the mover
+ * was created with):
+ *
+ *   np_mover_submit()  queues it (FIFO);
+ *   prepare(mv)        when it reaches the head and the worker is idle: the
+ *                      owner confines the process and fills mv->plan (and
+ *                      may change max_rate); a negative return skips the
+ *                      worker and goes straight to done() with mv->r set to
+ *                      it;
+ *   ... the worker thread executes mv->plan for mv->pid ...
+ *   done(mv)           with mv->r and mv->result filled; the owner
+ *                      finishes or undoes the confinement, accounts, and
+ *                      frees mv with np_move_free().
+ *
+ * The worker touches nothing but the NpMove it was given (handed over at
+ * start, handed back at done) and its cancel flag. Every move submitted gets
+ * exactly one done() call, also when cancelled, when the mover is freed,
+ * or when prepare() fails.
+ */
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "np-migrate.h"
+
+typedef struct NpMove {
+        pid_t pid;
+        uint64_t starttime;
+        GArray *plan; /* NpMovePair; set by prepare(), owned */
+        uint64_t max_rate; /* bytes per second, 0 = unlimited */
+        int r; /* np_migrate_execute()'s return, prepare()'s error, or
+                * -ECANCELED when cancelled before it started */
+        bool started; /* the worker ran it (result is meaningful) */
+        NpMigrateResult result;
+        uint64_t queued_usec; /* CLOCK_MONOTONIC when submitted */
+        uint64_t started_usec; /* CLOCK_MONOTONIC when the worker got it */
+        void *data; /* the owner's */
+        GDestroyNotify data_free;
+} NpMove;
+
+/* A new move (plan NULL, r 0). data is owned by the move when data_free is
+ * set. */
+NpMove *np_move_new(pid_t pid, uint64_t starttime, uint64_t max_rate, void *data, GDestroyNotify data_free);
+void np_move_free(NpMove *mv);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpMove, np_move_free)
+
+typedef int (*NpMovePrepareFn)(NpMove *mv, void *userdata);
+typedef void (*NpMoveDoneFn)(NpMove *mv, void *userdata);
+
+typedef struct NpMover NpMover;
+
+/* A mover on `event` (its completion is an eventfd source there). Returns
+ * NULL with *error set when the eventfd or source cannot be made. */
+NpMover *np_mover_new(sd_event *event, NpMovePrepareFn prepare, NpMoveDoneFn done, void *userdata, GError **error);
+/* Cancels everything (each move gets its done() call with -ECANCELED,
+ * the running one after the worker stopped between two calls), then frees. */
+void np_mover_free(NpMover *m);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpMover, np_mover_free)
+
+/* Queue mv (ownership passes) and start it at once when the worker is idle.
+ * -EBUSY (mv not taken) when a move of the same pid is queued or running. */
+int np_mover_submit(NpMover *m, NpMove *mv);
+
+/* The move of pid that is queued or running, or NULL. */
+const NpMove *np_mover_find(const NpMover *m, pid_t pid);
+/* Is that move running (on the worker) rather than queued? */
+bool np_mover_running(const NpMover *m, pid_t pid);
+/* The move on the worker, or NULL. */
+const NpMove *np_mover_current(const NpMover *m);
+/* Moves queued (not counting the running one). */
+guint np_mover_queued(const NpMover *m);
+bool np_mover_busy(const NpMover *m);
+
+/* Cancel the move of pid: a queued one gets done() with -ECANCELED now; a
+ * running one stops between two migrate_pages() calls and gets done()
+ * with what it moved. 0, or -ENOENT when pid has no move. */
+int np_mover_cancel(NpMover *m, pid_t pid);
+
+/* Stop: cancel every move, wait for the worker (it stops between two calls,
+ * within one call's time), and deliver every done() now. The mover stays
+ * usable. */
+void np_mover_stop(NpMover *m);

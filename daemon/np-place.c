@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The one placement path: see np-place.h. */
+#include "np-place.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "np-log.h"
+#include "np-migrate-plan.h"
+
+typedef struct {
+        NpManager *m;
+        int pid;
+        uint64_t starttime;
+        char comm[NP_COMM_MAX];
+        NpPlaceReason reason;
+        NpMask *nodes;
+        NpMask *from; /* set by prepare */
+        GError *error; /* prepare's */
+        uint64_t t0; /* CLOCK_MONOTONIC at prepare */
+        NpPlaceDoneFn done;
+        void *userdata;
+} PlaceReq;
+
+static void req_free(PlaceReq *q) {
+        if (!q)
+                return;
+        np_mask_free(q->nodes);
+        np_mask_free(q->from);
+        g_clear_error(&q->error);
+        g_free(q);
+}
+
+static int check_nodes(NpManager *m, const NpMask *nodes, GError **error) {
+        if (np_mask_empty(nodes)) {
+                g_set_error(error, NP_ERROR, NP_ERROR_INVALID_ARGS, "The node list is empty");
+                return -EINVAL;
+        }
+        NP_MASK_FOREACH (n, nodes) {
+                if (!np_mask_test(m->topology->online, (unsigned) n)) {
+                        g_set_error(error, NP_ERROR, NP_ERROR_NO_SUCH_NODE, "Node %d is not an online NUMA node", n);
+                        return -ENOENT;
+                }
+                if (!np_mask_test(m->topology->with_memory, (unsigned) n)) {
+                        g_set_error(error, NP_ERROR, NP_ERROR_INVALID_ARGS,
+                                    "Node %d has no memory: a process cannot be placed on it", n);
+                        return -EINVAL;
+                }
+        }
+        return 0;
+}
+
+/* The CPUs for a node set: the nodes' CPUs minus ReservedCPUs (unless that
+ * leaves none); for memory-only nodes, every CPU. */
+static NpMask *cpus_for(NpManager *m, const NpMask *nodes) {
+        NpMask *cpus = np_topology_cpus_of(m->topology, nodes);
+        if (m->config->reserved_cpus) {
+                g_autoptr(NpMask) c2 = np_mask_copy(cpus);
+                np_mask_andnot(c2, m->config->reserved_cpus);
+                if (!np_mask_empty(c2))
+                        np_mask_assign(cpus, c2);
+                else
+                        log_warning("ReservedCPUs= covers every CPU of the target nodes; using them anyway");
+        }
+        if (np_mask_empty(cpus)) /* memory-only target: let it run anywhere it may now */
+                np_mask_assign(cpus, m->topology->all_cpus);
+        return cpus;
+}
+
+/* ---- prepare: on the main loop, when the move reaches the worker -------- */
+
+static int prepare(NpMove *mv, void *userdata) {
+        NpManager *m = userdata;
+        PlaceReq *q = mv->data;
+        g_autoptr(GError) e = NULL;
+
+        q->t0 = np_now_usec(CLOCK_MONOTONIC);
+        NpProcess *p = np_manager_process(m, q->pid);
+        /* before a move, numa_maps now: the plan needs where its pages are */
+        if (!p || p->starttime != q->starttime || np_process_refresh(p, m->topology, NP_MAPS_NOW) < 0) {
+                g_set_error(&q->error, NP_ERROR, NP_ERROR_NO_SUCH_PROCESS, "Process %d exited before it was placed",
+                            q->pid);
+                return -ESRCH;
+        }
+        np_manager_process_changed(m, p, p->target);
+        if (!m->backend) {
+                g_set_error(&q->error, NP_ERROR, NP_ERROR_NOT_SUPPORTED, "No placement backend is available");
+                return -EOPNOTSUPP;
+        }
+
+        /* from = where its memory may be now, plus wherever pages really are */
+        g_autoptr(NpMask) present = np_numa_maps_nodes(&p->maps);
+        q->from = p->mems_allowed ? np_mask_copy(p->mems_allowed) : np_mask_copy(m->topology->with_memory);
+        np_mask_or(q->from, present);
+        np_mask_and(q->from, m->topology->online);
+        mv->plan = np_plan_migration_present(q->from, q->nodes, m->config->skip_overlapping_nodes, present);
+        mv->max_rate = m->config->max_rate;
+
+        g_autoptr(NpMask) cpus = cpus_for(m, q->nodes);
+        int r = np_backend_confine(m->backend, q->pid, q->starttime, q->nodes, cpus, &e);
+        if (r < 0) {
+                g_autofree char *to_s = np_mask_format(q->nodes);
+                if (r == -ESRCH)
+                        g_set_error(&q->error, NP_ERROR, NP_ERROR_NO_SUCH_PROCESS, "Process %d exited during placement",
+                                    q->pid);
+                else
+                        g_set_error(&q->error, NP_ERROR, NP_ERROR_FAILED, "Placing %d (%s) on nodes %s failed: %s",
+                                    q->pid, q->comm, to_s, e ? e->message : g_strerror(-r));
+                return r;
+        }
+        return 0;
+}
+
+/* ---- done: on the main loop, when the worker has finished --------------- */
+
+/* Bytes that left non-target nodes after the daemon's own plan ended were
+ * moved by the kernel while confining (cgroup v2 migrates memory when
+ * cpuset.mems narrows; on v1 with memory_migrate=0 this is 0). */
+static uint64_t kernel_moved_bytes(const NpMove *mv, const NpMask *nodes) {
+        NpNumaMaps final = { 0 };
+        uint64_t moved = 0;
+        const GArray *after = mv->result.after.per_node;
+
+        if (!after || np_read_numa_maps(mv->pid, &final) < 0) {
+                np_numa_maps_clear(&final);
+                return 0;
+        }
+        for (guint i = 0; i < after->len; i++) {
+                const NpNodeBytes *nb = &g_array_index(after, NpNodeBytes, i);
+                uint64_t now = np_numa_maps_node_bytes(&final, nb->node);
+                if (!np_mask_test(nodes, nb->node) && nb->bytes > now)
+                        moved += nb->bytes - now;
+        }
+        np_numa_maps_clear(&final);
+        return moved;
+}
+
+static void account(NpManager *m, const NpMove *mv, uint64_t moved) {
+        m->migrated_bytes += moved;
+        m->migration_calls += mv->result.calls;
+        m->migration_failed_pages += mv->result.failed_pages;
+        np_manager_changed(m, NP_MANAGER_MIGRATION);
+}
+
+/* The process is put back (or gone): it is no longer held. */
+static void mark_released(NpManager *m, PlaceReq *q) {
+        NpProcess *p = np_manager_process(m, q->pid);
+        if (!p || p->starttime != q->starttime)
+                return;
+        g_autoptr(NpMask) old = p->target ? np_mask_copy(p->target) : NULL;
+        np_process_set_state(p, np_manager_is_excluded(m, p) ? NP_PROC_EXCLUDED : NP_PROC_OBSERVED, NULL,
+                             p->last_placed_usec);
+        np_manager_process_changed(m, p, old);
+}
+
+static void record_placed(NpManager *m, PlaceReq *q, uint64_t moved, uint64_t usec, bool incomplete,
+                          NpNumaMaps *after) {
+        NpProcess *p = np_manager_process(m, q->pid);
+        g_autofree char *from_s = np_mask_format(q->from);
+        g_autofree char *to_s = np_mask_format(q->nodes);
+
+        if (p && p->starttime == q->starttime) {
+                g_autoptr(NpMask) old = p->target ? np_mask_copy(p->target) : NULL;
+                /* what it left: its nodes if it was held, else where it ran */
+                np_mask_free(p->left);
+                p->left = np_process_held(p) && p->target ? np_mask_copy(p->target)
+                        : p->running_nodes                ? np_mask_copy(p->running_nodes)
+                                                          : NULL;
+                p->moved_usec = np_now_usec(CLOCK_MONOTONIC);
+                np_process_set_state(p, q->reason == NP_PLACE_MANUAL ? NP_PROC_PINNED : NP_PROC_PLACED, q->nodes,
+                                     np_now_usec(CLOCK_REALTIME));
+                /* where its pages are now: the mover's own read after the move
+                 * (np-maps-refresh.h), then the rest of its details */
+                np_process_take_maps(p, after);
+                (void) np_process_refresh(p, m->topology, m->config->locality_refresh_scans);
+                m->held_last++; /* the cheap tier reads its stat from now on */
+                p->significant = true;
+                np_manager_process_changed(m, p, old);
+                g_strlcpy(q->comm, p->comm, sizeof q->comm);
+        }
+        m->placements[q->reason]++;
+
+        g_autofree char *f_pid = g_strdup_printf("PID=%d", q->pid);
+        g_autofree char *f_comm = g_strdup_printf("COMM=%s", q->comm);
+        g_autofree char *f_from = g_strdup_printf("FROM=%s", from_s);
+        g_autofree char *f_to = g_strdup_printf("TO=%s", to_s);
+        g_autofree char *f_moved = g_strdup_printf("BYTES=%" G_GUINT64_FORMAT, moved);
+        g_autofree char *f_usec = g_strdup_printf("USEC=%" G_GUINT64_FORMAT, usec);
+        g_autofree char *f_reason = g_strdup_printf("REASON=%s", np_place_reason_to_string(q->reason));
+        const char *fields[] = { f_pid, f_comm, f_from, f_to, f_moved, f_usec, f_reason, NULL };
+        np_log_fields(LOG_INFO, NP_MESSAGE_PLACED, fields,
+                      "Placed %d (%s) on nodes %s (memory from %s, %s): %" G_GUINT64_FORMAT " bytes moved in %.3f s%s",
+                      q->pid, q->comm, to_s, from_s, np_place_reason_to_string(q->reason), moved, (double) usec / 1e6,
+                      incomplete ? " (migration incomplete)" : "");
+
+        NpPlacedEvent *ev = g_new0(NpPlacedEvent, 1);
+        ev->pid = q->pid;
+        g_strlcpy(ev->comm, q->comm, sizeof ev->comm);
+        ev->from = np_mask_copy(q->from);
+        ev->to = np_mask_copy(q->nodes);
+        ev->moved_bytes = moved;
+        ev->usec = usec;
+        g_queue_push_tail(&m->changes.placed, ev);
+}
+
+static void clear_moving(NpManager *m, PlaceReq *q) {
+        NpProcess *p = np_manager_process(m, q->pid);
+        if (p && p->starttime == q->starttime)
+                g_clear_pointer(&p->moving_to, np_mask_free);
+}
+
+static void done(NpMove *mv, void *userdata) {
+        NpManager *m = userdata;
+        PlaceReq *q = mv->data;
+        g_autoptr(GError) e = NULL;
+        g_autoptr(GError) fe = NULL;
+        uint64_t moved = 0, usec;
+        int r;
+
+        if (!mv->started) {
+                /* prepare failed (and undid its part), or cancelled while queued */
+                if (q->error)
+                        e = g_steal_pointer(&q->error);
+                else if (mv->r == -ECANCELED)
+                        g_set_error(&e, NP_ERROR, NP_ERROR_CANCELLED, "The placement of %d was cancelled", q->pid);
+                else
+                        g_set_error(&e, NP_ERROR, NP_ERROR_FAILED, "The placement of %d failed: %s", q->pid,
+                                    g_strerror(-mv->r));
+                goto out;
+        }
+
+        moved = mv->result.moved_bytes;
+        usec = np_now_usec(CLOCK_MONOTONIC) - q->t0;
+        if (mv->r == -ESRCH || mv->r == -ECANCELED) {
+                (void) np_backend_abort(m->backend, q->pid, q->starttime);
+                account(m, mv, moved);
+                mark_released(m, q);
+                if (mv->r == -ESRCH)
+                        g_set_error(&e, NP_ERROR, NP_ERROR_NO_SUCH_PROCESS, "Process %d exited during placement",
+                                    q->pid);
+                else
+                        g_set_error(&e, NP_ERROR, NP_ERROR_CANCELLED,
+                                    "The placement of %d was cancelled after %" G_GUINT64_FORMAT
+                                    " bytes had moved; it is released (pages already moved stay where they are)",
+                                    q->pid, moved);
+                goto out;
+        }
+
+        r = np_backend_finish(m->backend, q->pid, q->starttime, &fe);
+        if (r == 0) {
+                uint64_t k = kernel_moved_bytes(mv, q->nodes);
+                if (k) {
+                        g_autofree char *to_s = np_mask_format(q->nodes);
+                        log_info("Confining %d (%s) made the kernel move %" G_GUINT64_FORMAT
+                                 " more bytes off nodes outside %s",
+                                 q->pid, q->comm, k, to_s);
+                }
+                moved += k;
+        }
+        account(m, mv, moved);
+        if (r < 0) {
+                mark_released(m, q);
+                if (r == -ESRCH)
+                        g_set_error(&e, NP_ERROR, NP_ERROR_NO_SUCH_PROCESS, "Process %d exited during placement",
+                                    q->pid);
+                else
+                        g_set_error(&e, NP_ERROR, NP_ERROR_FAILED, "Placing %d (%s) failed: %s", q->pid, q->comm,
+                                    fe ? fe->message : g_strerror(-r));
+                goto out;
+        }
+        record_placed(m, q, moved, usec, mv->r < 0, &mv->result.after);
+        if (mv->r < 0) {
+                g_autofree char *to_s = np_mask_format(q->nodes);
+                g_set_error(&e, NP_ERROR, NP_ERROR_MIGRATION_FAILED,
+                            "Process %d is confined to nodes %s but its migration failed: %s", q->pid, to_s,
+                            g_strerror(-mv->r));
+        }
+out:
+        clear_moving(m, q);
+        if (q->done)
+                q->done(m, q->pid, e ? 0 : moved, e, q->userdata);
+        np_move_free(mv);
+}
+
+/* ---- the API ------------------------------------------------------------ */
+
+int np_place_setup(NpManager *m, GError **error) {
+        g_return_val_if_fail(m->event, -EINVAL);
+        if (m->mover)
+                return 0;
+        m->mover = np_mover_new(m->event, prepare, done, m, error);
+        return m->mover ? 0 : -EIO;
+}
+
+void np_place_shutdown(NpManager *m) {
+        if (m->mover)
+                np_mover_stop(m->mover);
+}
+
+int np_place_submit(NpManager *m, int pid, const NpMask *nodes, NpPlaceReason reason, NpPlaceDoneFn done_fn,
+                    void *userdata, GError **error) {
+        int r = check_nodes(m, nodes, error);
+        if (r < 0)
+                return r;
+        NpProcess *p = np_manager_lookup_live(m, pid, error);
+        if (!p)
+                return -ESRCH;
+        if (!m->backend || !m->mover) {
+                g_set_error(error, NP_ERROR, NP_ERROR_NOT_SUPPORTED,
+                            "No placement backend is available on this machine (see the daemon's log)");
+                return -EOPNOTSUPP;
+        }
+        if (np_mover_find(m->mover, pid)) {
+                g_set_error(error, NP_ERROR, NP_ERROR_MOVE_IN_PROGRESS,
+                            "A move of process %d (%s) is already %s; wait for it to end", pid, p->comm,
+                            np_mover_running(m->mover, pid) ? "running" : "queued");
+                return -EBUSY;
+        }
+
+        PlaceReq *q = g_new0(PlaceReq, 1);
+        q->m = m;
+        q->pid = pid;
+        q->starttime = p->starttime;
+        g_strlcpy(q->comm, p->comm, sizeof q->comm);
+        q->reason = reason;
+        q->nodes = np_mask_copy(nodes);
+        q->done = done_fn;
+        q->userdata = userdata;
+        np_mask_free(p->moving_to);
+        p->moving_to = np_mask_copy(nodes);
+        NpMove *mv = np_move_new(pid, p->starttime, m->config->max_rate, q, (GDestroyNotify) req_free);
+        r = np_mover_submit(m->mover, mv);
+        g_assert(r == 0); /* no move of pid was in flight: checked above */
+        return 0;
+}

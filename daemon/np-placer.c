@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The placer: the policy's snapshot in, its decisions carried out. See np-placer.h. */
+#include "np-placer.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "np-log.h"
+#include "np-place.h"
+#include "np-policy.h"
+
+/* ---- the snapshot ------------------------------------------------------- */
+
+static void build_nodes(NpManager *m, GArray *out) {
+        for (guint i = 0; i < m->topology->nodes->len; i++) {
+                const NpNode *n = m->topology->nodes->pdata[i];
+                const NpNodeSample *s = np_manager_node_sample(m, n->id);
+                g_autoptr(NpMask) cpus = np_mask_copy(n->cpus);
+                if (m->config->reserved_cpus)
+                        np_mask_andnot(cpus, m->config->reserved_cpus);
+                NpPolicyNode pn = {
+                        .id = n->id,
+                        .cpu_capacity = (double) np_mask_weight(cpus),
+                        .cpu_busy = s ? s->cpu_busy : 0.0,
+                        .mem_total = np_mask_test(m->topology->with_memory, n->id) ? n->mem_total_bytes : 0,
+                        .mem_free = s ? s->mem_free_bytes : n->mem_total_bytes,
+                        .mem_free_now = s ? s->mem_free_strict_bytes : 0,
+                        .distances = n->distances,
+                };
+                g_array_append_val(out, pn);
+        }
+}
+
+static bool is_foreign(NpManager *m, const NpProcess *p) {
+        if (np_process_held(p) || np_manager_is_included(m, p))
+                return false;
+        if (p->cpus_allowed && !np_mask_subset(m->topology->all_cpus, p->cpus_allowed))
+                return true;
+        if (p->mems_allowed && !np_mask_subset(m->topology->with_memory, p->mems_allowed))
+                return true;
+        return false;
+}
+
+static NpPolicyHold hold_of(NpManager *m, const NpProcess *p) {
+        if (p->moving_to || (m->mover && np_mover_find(m->mover, p->pid)))
+                return NP_HOLD_MOVING;
+        switch (p->state) {
+        case NP_PROC_PINNED:
+                return NP_HOLD_PINNED;
+        case NP_PROC_PLACED:
+                return NP_HOLD_PLACED;
+        case NP_PROC_EXCLUDED:
+                return NP_HOLD_EXCLUDED;
+        default:
+                break;
+        }
+        return is_foreign(m, p) ? NP_HOLD_FOREIGN : NP_HOLD_NONE;
+}
+
+/* Candidates: the significant processes, in pid order (deterministic). */
+static GPtrArray *candidates(NpManager *m) {
+        GPtrArray *a = g_ptr_array_new();
+        GHashTableIter it;
+        gpointer v;
+        g_hash_table_iter_init(&it, m->processes);
+        while (g_hash_table_iter_next(&it, NULL, &v))
+                if (((NpProcess *) v)->significant)
+                        g_ptr_array_add(a, v);
+        return a;
+}
+
+static gint cmp_pid(gconstpointer a, gconstpointer b) {
+        const NpProcess *x = *(NpProcess *const *) a, *y = *(NpProcess *const *) b;
+        return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* Mode=advise: a process keeps its advice as a placed process keeps its
+ * nodes (while they hold it), so the advice does not follow its threads
+ * from node to node. */
+static bool advised_there(NpManager *m, const NpProcess *p) {
+        return m->config->mode == NP_MODE_ADVISE && p->state == NP_PROC_ADVISED && p->target;
+}
+
+static void build_procs(NpManager *m, GPtrArray *cands, GArray *out) {
+        uint64_t now = np_now_usec(CLOCK_MONOTONIC);
+        for (guint i = 0; i < cands->len; i++) {
+                const NpProcess *p = cands->pdata[i];
+                NpPolicyHold hold = hold_of(m, p);
+                bool advised = hold == NP_HOLD_NONE && advised_there(m, p);
+                if (advised)
+                        hold = NP_HOLD_PLACED;
+                NpPolicyProcess pp = {
+                        .pid = p->pid,
+                        /* sized by the lower of its last two measurements:
+                         * a start (touching its memory at full speed) or a
+                         * burst does not buy it more nodes */
+                        .cpu = p->cpu_measured >= 2 ? MIN(p->cpu_usage, p->cpu_prev) : p->cpu_usage,
+                        .cpu_estimated = p->cpu_measured < 2,
+                        .threads = p->threads,
+                        .mem = np_process_memory_bytes(p),
+                        .interleaved = p->maps.interleaved_bytes,
+                        .per_node = p->maps_error == 0 && p->maps.per_node ? p->maps.per_node : NULL,
+                        .running = p->running_nodes,
+                        .cpu_per_node = p->cpu_per_node,
+                        .current = hold == NP_HOLD_MOVING && p->moving_to ? p->moving_to
+                                : np_process_held(p) || advised           ? p->target
+                                                                          : NULL,
+                        .left = p->left,
+                        .since_move_usec = p->moved_usec ? now - p->moved_usec : UINT64_MAX,
+                        .hold = hold,
+                };
+                g_array_append_val(out, pp);
+        }
+}
+
+static void params_of(NpManager *m, NpPolicyParams *out) {
+        const NpConfig *c = m->config;
+        *out = (NpPolicyParams){
+                .target_utilization = c->target_utilization,
+                .memory_locality_target = c->memory_locality_target,
+                .min_usec_between_moves = c->min_usec_between_moves,
+                .keep_interleaved = c->keep_interleaved,
+                .own_cpu = m->self_cpu,
+        };
+}
+
+/* ---- carrying out ------------------------------------------------------- */
+
+static void set_state(NpManager *m, NpProcess *p, NpProcState state, const NpMask *target) {
+        g_autoptr(NpMask) old = p->target ? np_mask_copy(p->target) : NULL;
+        np_process_set_state(p, state, target, p->last_placed_usec);
+        np_manager_process_changed(m, p, old);
+}
+
+static void log_decision(const NpProcess *p, int level, const char *what, const char *why) {
+        g_autofree char *f_pid = g_strdup_printf("PID=%d", p->pid);
+        g_autofree char *f_comm = g_strdup_printf("COMM=%s", p->comm);
+        const char *fields[] = { f_pid, f_comm, NULL };
+        np_log_fields(level, NULL, fields, "%s %d (%s): %s", what, p->pid, p->comm, why);
+}
+
+static void placed_done(NpManager *m, int pid, uint64_t moved_bytes, const GError *error, void *userdata) {
+        if (error)
+                log_warning("The policy's placement of %d did not complete: %s", pid, error->message);
+}
+
+static void carry_out(NpManager *m, NpProcess *p, const NpDecision *d) {
+        bool advise = m->config->mode == NP_MODE_ADVISE;
+        bool changed = g_strcmp0(p->decision, d->why) != 0;
+
+        np_process_set_decision(p, d->why);
+        switch (d->kind) {
+        case NP_DECISION_MOVE:
+                if (advise) {
+                        if (p->state != NP_PROC_ADVISED || !p->target || !np_mask_equal(p->target, d->nodes))
+                                log_decision(p, LOG_INFO, "Advice for", d->why);
+                        if (!np_process_held(p))
+                                set_state(m, p, NP_PROC_ADVISED, d->nodes);
+                        break;
+                }
+                {
+                        g_autoptr(GError) e = NULL;
+                        NpPlaceReason reason = p->state == NP_PROC_PLACED ? NP_PLACE_REBALANCE : NP_PLACE_POLICY;
+                        log_decision(p, LOG_INFO, "Placing", d->why);
+                        if (np_place_submit(m, p->pid, d->nodes, reason, placed_done, NULL, &e) < 0)
+                                log_warning("Cannot place %d (%s): %s", p->pid, p->comm, e->message);
+                }
+                break;
+        case NP_DECISION_NOFIT:
+                /* once when it starts not fitting, not at every wording */
+                if (p->state != NP_PROC_NOFIT)
+                        log_decision(p, LOG_NOTICE, "Not placing", d->why);
+                if (!np_process_held(p) && p->state != NP_PROC_EXCLUDED)
+                        set_state(m, p, NP_PROC_NOFIT, NULL);
+                break;
+        case NP_DECISION_KEEP:
+                if (changed)
+                        log_decision(p, LOG_DEBUG, "Leaving", d->why);
+                break;
+        }
+}
+
+/* States that only say what the policy saw last time. */
+static void settle_state(NpManager *m, NpProcess *p, NpPolicyHold hold, const NpDecision *d) {
+        if (np_process_held(p) || p->state == NP_PROC_EXCLUDED)
+                return;
+        if (hold == NP_HOLD_FOREIGN) {
+                if (p->state != NP_PROC_FOREIGN)
+                        log_decision(p, LOG_INFO, "Leaving", d->why);
+                set_state(m, p, NP_PROC_FOREIGN, NULL);
+        } else if (d->kind == NP_DECISION_KEEP && p->state != NP_PROC_OBSERVED &&
+                   !(hold == NP_HOLD_PLACED && advised_there(m, p))) {
+                set_state(m, p, NP_PROC_OBSERVED, NULL);
+        }
+}
+
+void np_placer_run(NpManager *m) {
+        /* Nothing to decide while paused, or on a machine with one node of
+         * memory (every process is local there). */
+        if (m->paused || np_mask_weight(m->topology->with_memory) < 2)
+                return;
+        g_autoptr(GPtrArray) cands = candidates(m);
+        g_ptr_array_sort(cands, cmp_pid);
+        g_autoptr(GArray) nodes = g_array_new(FALSE, FALSE, sizeof(NpPolicyNode));
+        g_autoptr(GArray) procs = g_array_new(FALSE, FALSE, sizeof(NpPolicyProcess));
+        NpPolicyParams params;
+        build_nodes(m, nodes);
+        build_procs(m, cands, procs);
+        params_of(m, &params);
+
+        g_autoptr(GPtrArray) decisions =
+                np_policy_decide((const NpPolicyNode *) (void *) nodes->data, nodes->len,
+                                 (const NpPolicyProcess *) (void *) procs->data, procs->len, &params);
+        for (guint i = 0; i < decisions->len; i++) {
+                NpProcess *p = cands->pdata[i];
+                const NpDecision *d = decisions->pdata[i];
+                NpPolicyHold hold = g_array_index(procs, NpPolicyProcess, i).hold;
+                settle_state(m, p, hold, d);
+                carry_out(m, p, d);
+                if (p->changed)
+                        m->changes.processes = true;
+        }
+}
+
+NpMask *np_placer_advise(NpManager *m, double cpus, uint64_t bytes, bool *fits, GError **error) {
+        if (!isfinite(cpus) || cpus < 0 || cpus > 1e6) {
+                g_set_error(error, NP_ERROR, NP_ERROR_INVALID_ARGS, "Invalid CPU count %g (expected 0 to 1000000)",
+                            cpus);
+                return NULL;
+        }
+        g_autoptr(GPtrArray) cands = candidates(m);
+        g_ptr_array_sort(cands, cmp_pid);
+        g_autoptr(GArray) nodes = g_array_new(FALSE, FALSE, sizeof(NpPolicyNode));
+        g_autoptr(GArray) procs = g_array_new(FALSE, FALSE, sizeof(NpPolicyProcess));
+        NpPolicyParams params;
+        build_nodes(m, nodes);
+        build_procs(m, cands, procs);
+        params_of(m, &params);
+        NpMask *set = np_policy_advise((const NpPolicyNode *) (void *) nodes->data, nodes->len,
+                                       (const NpPolicyProcess *) (void *) procs->data, procs->len, &params, cpus, bytes,
+                                       fits);
+        if (!set)
+                g_set_error(error, NP_ERROR, NP_ERROR_NOT_SUPPORTED, "No NUMA node has memory");
+        return set;
+}

@@ -1,0 +1,690 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The placement policy, pure: see np-policy.h. */
+#include "np-policy.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "np-sample.h"
+#include "np-topology.h"
+
+#define MIB (1024.0 * 1024.0)
+
+typedef struct {
+        unsigned id;
+        double cap_cpu, used_cpu; /* CPUs: at TargetUtilization, in use */
+        double raw_cpu; /* CPUs of the node (ReservedCPUs out) */
+        double phys_free; /* bytes free now for pages moved in, as the moves
+                           * decided so far run one after the other */
+        double cap_mem, used_mem; /* bytes */
+        bool has_mem, has_cpu;
+        const GArray *dist;
+} Slot;
+
+typedef struct {
+        Slot *s;
+        guint n;
+        const NpPolicyParams *params;
+} Ledger;
+
+void np_decision_free(NpDecision *d) {
+        if (!d)
+                return;
+        np_mask_free(d->nodes);
+        g_free(d->why);
+        g_free(d);
+}
+
+/* ---- the ledger --------------------------------------------------------- */
+
+static Slot *slot_of(const Ledger *l, unsigned id) {
+        for (guint i = 0; i < l->n; i++)
+                if (l->s[i].id == id)
+                        return &l->s[i];
+        return NULL;
+}
+
+static unsigned distance(const Ledger *l, unsigned a, unsigned b) {
+        if (a == b)
+                return 10;
+        const Slot *s = slot_of(l, a);
+        for (guint i = 0; s && s->dist && i < s->dist->len; i++) {
+                const NpDistance *d = &g_array_index(s->dist, NpDistance, i);
+                if (d->node == b)
+                        return d->distance;
+        }
+        return 20; /* unknown: remote */
+}
+
+static uint64_t bytes_on(const NpPolicyProcess *p, unsigned node) {
+        for (guint i = 0; p->per_node && i < p->per_node->len; i++) {
+                const NpNodeBytes *nb = &g_array_index(p->per_node, NpNodeBytes, i);
+                if (nb->node == node)
+                        return nb->bytes;
+        }
+        return 0;
+}
+
+static uint64_t bytes_on_set(const NpPolicyProcess *p, const NpMask *set) {
+        uint64_t sum = 0;
+        NP_MASK_FOREACH (n, set)
+                sum += bytes_on(p, (unsigned) n);
+        return sum;
+}
+
+/* The CPUs p needs: what it uses, but never more than it has threads (a
+ * sample can overshoot by a tick). */
+static double cpu_demand(const NpPolicyProcess *p) {
+        return p->threads ? MIN(p->cpu, (double) p->threads) : p->cpu;
+}
+
+/* The nodes whose CPUs its threads use now: where they ran, else where it
+ * is confined. */
+static const NpMask *cpu_nodes(const NpPolicyProcess *p) {
+        if (p->running && !np_mask_empty(p->running))
+                return p->running;
+        return p->current;
+}
+
+/* Add (sign +1) or remove (-1) the process's present footprint. */
+static void footprint(Ledger *l, const NpPolicyProcess *p, double sign) {
+        const NpMask *cn = p->cpu_per_node && p->cpu_per_node->len ? NULL : cpu_nodes(p);
+        guint k = 0;
+        for (guint i = 0; p->cpu_per_node && i < p->cpu_per_node->len; i++) {
+                const NpNodeCpu *c = &g_array_index(p->cpu_per_node, NpNodeCpu, i);
+                Slot *s = slot_of(l, c->node);
+                if (s && s->has_cpu)
+                        s->used_cpu = MAX(0.0, s->used_cpu + sign * c->cpu);
+        }
+        if (cn)
+                NP_MASK_FOREACH (n, cn)
+                        k += slot_of(l, (unsigned) n) && slot_of(l, (unsigned) n)->has_cpu;
+        if (cn && k)
+                NP_MASK_FOREACH (n, cn) {
+                        Slot *s = slot_of(l, (unsigned) n);
+                        if (s && s->has_cpu)
+                                s->used_cpu = MAX(0.0, s->used_cpu + sign * p->cpu / k);
+                }
+        for (guint i = 0; p->per_node && i < p->per_node->len; i++) {
+                const NpNodeBytes *nb = &g_array_index(p->per_node, NpNodeBytes, i);
+                Slot *s = slot_of(l, nb->node);
+                if (s)
+                        s->used_mem = MAX(0.0, s->used_mem + sign * (double) nb->bytes);
+        }
+}
+
+/*
+ * Take the candidates out of the ledger: their pages from the nodes
+ * numa_maps shows them on (exact), and their CPU use from the machine's
+ * total. The CPU use left (everything that is not a candidate) is spread
+ * over the nodes by their CPUs: the scheduler moves unconfined threads
+ * between nodes, so the per-node busy figures say where threads happened to
+ * run, not where they belong, and would show load where there is none.
+ */
+static void remove_candidates(Ledger *l, const NpPolicyProcess *procs, guint n_procs) {
+        double busy = 0, cand = 0, raw = 0;
+        for (guint i = 0; i < l->n; i++) {
+                busy += l->s[i].used_cpu;
+                raw += l->s[i].has_cpu ? l->s[i].raw_cpu : 0.0;
+        }
+        for (guint i = 0; i < n_procs; i++) {
+                const NpPolicyProcess *p = &procs[i];
+                cand += p->cpu;
+                for (guint k = 0; p->per_node && k < p->per_node->len; k++) {
+                        const NpNodeBytes *nb = &g_array_index(p->per_node, NpNodeBytes, k);
+                        Slot *s = slot_of(l, nb->node);
+                        if (s)
+                                s->used_mem = MAX(0.0, s->used_mem - (double) nb->bytes);
+                }
+        }
+        double background = MAX(0.0, busy - cand - MAX(0.0, l->params->own_cpu));
+        for (guint i = 0; i < l->n; i++)
+                l->s[i].used_cpu = l->s[i].has_cpu && raw > 0 ? background * l->s[i].raw_cpu / raw : 0.0;
+}
+
+/* Room in a set: memory on every node with memory, CPUs on every node with
+ * CPUs (negative when over capacity). */
+static void room(const Ledger *l, const NpMask *set, double *mem, double *cpu, double *cap_mem, double *cap_cpu) {
+        *mem = *cpu = 0;
+        if (cap_mem)
+                *cap_mem = 0;
+        if (cap_cpu)
+                *cap_cpu = 0;
+        NP_MASK_FOREACH (n, set) {
+                const Slot *s = slot_of(l, (unsigned) n);
+                if (!s)
+                        continue;
+                if (s->has_mem) {
+                        *mem += s->cap_mem - s->used_mem;
+                        if (cap_mem)
+                                *cap_mem += s->cap_mem;
+                }
+                if (s->has_cpu) {
+                        *cpu += s->cap_cpu - s->used_cpu;
+                        if (cap_cpu)
+                                *cap_cpu += s->cap_cpu;
+                }
+        }
+}
+
+/* Would p (not in the ledger) fit on set, with `margin` of the set's
+ * capacity kept free (negative: allowed over)?
+ *
+ * Memory: the set's room at TargetUtilization. CPUs: the same, except that
+ * a set whose other load is within the headroom TargetUtilization leaves
+ * (the rest of 100%) may take a process that fills up to all of its CPUs:
+ * a thread is not divisible, so one busy thread must be able to have a
+ * one-CPU node to itself, and spreading it over two nodes would only cost
+ * locality. Two busy processes still never share a node when another has
+ * room. */
+static bool fits(const Ledger *l, const NpMask *set, double mem, double cpu, double margin) {
+        double rm, rc, cm, cc;
+        room(l, set, &rm, &rc, &cm, &cc);
+        if (cm <= 0)
+                return false; /* no memory there */
+        if (rm - mem < margin * cm)
+                return false;
+        if (cpu <= 0)
+                return true;
+        if (cc <= 0)
+                return false; /* no CPU there */
+        if (rc - cpu >= margin * cc)
+                return true;
+        double raw = 0, used = 0;
+        NP_MASK_FOREACH (n, set) {
+                const Slot *s = slot_of(l, (unsigned) n);
+                if (s && s->has_cpu) {
+                        raw += s->raw_cpu;
+                        used += s->used_cpu;
+                }
+        }
+        return used <= raw - cc - margin * raw && cpu <= raw * (1.0 - margin);
+}
+
+/* Commit p on set: its pages already there stay, the rest spread by
+ * capacity; its CPU spread over the CPU nodes by capacity. */
+static void commit(Ledger *l, const NpPolicyProcess *p, const NpMask *set) {
+        double rm, rc, cm, cc;
+        room(l, set, &rm, &rc, &cm, &cc);
+        uint64_t present = bytes_on_set(p, set);
+        double rest = p->mem > present ? (double) (p->mem - present) : 0.0;
+        NP_MASK_FOREACH (n, set) {
+                Slot *s = slot_of(l, (unsigned) n);
+                if (!s)
+                        continue;
+                if (s->has_mem && cm > 0)
+                        s->used_mem += (double) bytes_on(p, s->id) + rest * s->cap_mem / cm;
+                if (s->has_cpu && cc > 0)
+                        s->used_cpu += cpu_demand(p) * s->cap_cpu / cc;
+        }
+}
+
+static void ledger_init(Ledger *l, const NpPolicyNode *nodes, guint n_nodes, const NpPolicyParams *params) {
+        double t = (double) CLAMP(params->target_utilization, 1u, 100u) / 100.0;
+        l->n = n_nodes;
+        l->params = params;
+        l->s = g_new0(Slot, n_nodes);
+        for (guint i = 0; i < n_nodes; i++) {
+                const NpPolicyNode *nd = &nodes[i];
+                Slot *s = &l->s[i];
+                s->id = nd->id;
+                s->has_mem = nd->mem_total > 0;
+                s->has_cpu = nd->cpu_capacity > 0;
+                s->cap_cpu = nd->cpu_capacity * t;
+                s->raw_cpu = nd->cpu_capacity;
+                /* a move needs the pages free on its target when it runs;
+                 * keep the kernel's reserves (about 5%) out of reach */
+                s->phys_free = MAX(0.0,
+                                   (double) (nd->mem_free_now ? nd->mem_free_now : nd->mem_free) -
+                                           0.05 * (double) nd->mem_total);
+                s->used_cpu = nd->cpu_busy;
+                s->cap_mem = (double) nd->mem_total * t;
+                s->used_mem = nd->mem_total > nd->mem_free ? (double) (nd->mem_total - nd->mem_free) : 0.0;
+                s->dist = nd->distances;
+        }
+}
+
+/* ---- choosing a node set ------------------------------------------------ */
+
+typedef struct {
+        NpMask *set;
+        uint64_t present; /* bytes of p already there */
+        double room; /* memory room left after it (bytes) */
+        unsigned dist; /* sum of pairwise distances */
+        bool runs_there; /* its threads run on a node of the set now */
+} Choice;
+
+static unsigned set_distance(const Ledger *l, const NpMask *set) {
+        unsigned sum = 0;
+        NP_MASK_FOREACH (a, set)
+                NP_MASK_FOREACH (b, set)
+                        if (a < b)
+                                sum += distance(l, (unsigned) a, (unsigned) b);
+        return sum;
+}
+
+static int cmp_present(const NpPolicyProcess *p, uint64_t a, uint64_t b);
+
+/* Is a better than b? Fewer nodes, then more pages already there, then
+ * more room, then nearer, then where its threads run now, then lower ids. */
+static bool better(const NpPolicyProcess *p, const Choice *a, const Choice *b) {
+        unsigned wa = np_mask_weight(a->set), wb = np_mask_weight(b->set);
+        if (wa != wb)
+                return wa < wb;
+        int cp = cmp_present(p, a->present, b->present);
+        if (cp)
+                return cp > 0;
+        if (fabs(a->room - b->room) > 1.0)
+                return a->room > b->room;
+        if (a->dist != b->dist)
+                return a->dist < b->dist;
+        if (a->runs_there != b->runs_there)
+                return a->runs_there;
+        return np_mask_first(a->set) < np_mask_first(b->set);
+}
+
+/* Bytes of p count as "the same" within 2% of its memory, so noise in
+ * numa_maps does not beat nearness. */
+static int cmp_present(const NpPolicyProcess *p, uint64_t a, uint64_t b) {
+        uint64_t tol = p->mem / 50;
+        if (a > b + tol)
+                return 1;
+        if (b > a + tol)
+                return -1;
+        return 0;
+}
+
+/* Grow `set` (not empty) until p fits, adding each time the memory node
+ * that holds the most of p's pages, then the nearest, then the one with the
+ * most room; false when even every node does not hold it. */
+static bool grow(const Ledger *l, NpMask *set, const NpPolicyProcess *p, double margin) {
+        while (!fits(l, set, (double) p->mem, cpu_demand(p), margin)) {
+                int best = -1;
+                unsigned best_d = UINT32_MAX;
+                uint64_t best_present = 0;
+                double best_room = 0;
+                for (guint i = 0; i < l->n; i++) {
+                        const Slot *s = &l->s[i];
+                        if (!s->has_mem || np_mask_test(set, s->id))
+                                continue;
+                        unsigned d = 0;
+                        NP_MASK_FOREACH (y, set)
+                                d += distance(l, s->id, (unsigned) y);
+                        uint64_t present = bytes_on(p, s->id);
+                        double r = s->cap_mem - s->used_mem;
+                        int cp = best < 0 ? 1 : cmp_present(p, present, best_present);
+                        if (cp > 0 || (cp == 0 && d < best_d) || (cp == 0 && d == best_d && r > best_room)) {
+                                best = (int) s->id;
+                                best_d = d;
+                                best_present = present;
+                                best_room = r;
+                        }
+                }
+                if (best < 0)
+                        return false;
+                np_mask_set(set, (unsigned) best);
+        }
+        return true;
+}
+
+static void consider(const Ledger *l, const NpPolicyProcess *p, NpMask *set, const NpMask *avoid, Choice *best) {
+        if (avoid && np_mask_equal(set, avoid) && !fits(l, set, (double) p->mem, cpu_demand(p), NP_POLICY_HYSTERESIS)) {
+                np_mask_free(set); /* just left, and no clear room there: no ping-pong */
+                return;
+        }
+        Choice c = { .set = set,
+                     .present = bytes_on_set(p, set),
+                     .dist = set_distance(l, set),
+                     .runs_there = p->running && np_mask_intersects(set, p->running) };
+        double rc;
+        room(l, set, &c.room, &rc, NULL, NULL);
+        c.room -= (double) p->mem;
+        if (!best->set || better(p, &c, best)) {
+                np_mask_free(best->set);
+                *best = c;
+        } else {
+                np_mask_free(set);
+        }
+}
+
+/* Can p's pages that are not on set move there now: is that much memory
+ * free on its nodes (after the moves decided before it)? */
+static bool movable(const Ledger *l, const NpPolicyProcess *p, const NpMask *set) {
+        double incoming = (double) (p->mem - MIN(p->mem, bytes_on_set(p, set)));
+        double free = 0;
+        NP_MASK_FOREACH (n, set) {
+                const Slot *s = slot_of(l, (unsigned) n);
+                if (s && s->has_mem)
+                        free += s->phys_free;
+        }
+        return incoming <= free;
+}
+
+/* The moves decided run one after the other: after p's, its pages are on
+ * set and gone from its other nodes. */
+static void move_pages_to(Ledger *l, const NpPolicyProcess *p, const NpMask *set) {
+        double incoming = (double) (p->mem - MIN(p->mem, bytes_on_set(p, set)));
+        double free = 0;
+        NP_MASK_FOREACH (n, set) {
+                const Slot *s = slot_of(l, (unsigned) n);
+                if (s && s->has_mem)
+                        free += s->phys_free;
+        }
+        for (guint i = 0; i < l->n; i++) {
+                Slot *s = &l->s[i];
+                if (!s->has_mem)
+                        continue;
+                if (np_mask_test(set, s->id))
+                        s->phys_free = free > 0 ? MAX(0.0, s->phys_free - incoming * s->phys_free / free) : 0.0;
+                else
+                        s->phys_free += (double) bytes_on(p, s->id);
+        }
+}
+
+/* The best set for p (not in the ledger), or NULL when none has room.
+ * `prefer` (may be NULL): try supersets of it first. With `now`, only sets
+ * its pages can move to now (movable()). */
+static NpMask *choose(const Ledger *l, const NpPolicyProcess *p, const NpMask *prefer, const NpMask *avoid, bool now) {
+        Choice best = { 0 };
+
+        if (prefer && !np_mask_empty(prefer)) {
+                NpMask *set = np_mask_new();
+                NP_MASK_FOREACH (n, prefer) {
+                        const Slot *s = slot_of(l, (unsigned) n);
+                        if (s && s->has_mem)
+                                np_mask_set(set, (unsigned) n);
+                }
+                if (!np_mask_empty(set) && grow(l, set, p, 0.0) && (!now || movable(l, p, set)))
+                        return set;
+                np_mask_free(set);
+        }
+        for (guint i = 0; i < l->n; i++) {
+                if (!l->s[i].has_mem)
+                        continue;
+                NpMask *set = np_mask_new();
+                np_mask_set(set, l->s[i].id);
+                if (grow(l, set, p, 0.0) && (!now || movable(l, p, set)))
+                        consider(l, p, set, avoid, &best);
+                else
+                        np_mask_free(set);
+        }
+        return best.set;
+}
+
+/* ---- deciding ----------------------------------------------------------- */
+
+static NpDecision *decision(int pid, NpDecisionKind kind, NpMask *nodes, char *why) {
+        NpDecision *d = g_new0(NpDecision, 1);
+        d->pid = pid;
+        d->kind = kind;
+        d->nodes = nodes;
+        d->why = why;
+        return d;
+}
+
+static char *fmt_mask(const NpMask *m) {
+        return m && !np_mask_empty(m) ? np_mask_format(m) : g_strdup("-");
+}
+
+static double locality(const NpPolicyProcess *p) {
+        const NpMask *on = p->running;
+        if (!p->mem || !on || np_mask_empty(on))
+                return 0.0;
+        return (double) bytes_on_set(p, on) / (double) p->mem;
+}
+
+/* The nodes with memory and CPUs: a set holding all of them confines
+ * nothing. */
+static bool covers_every_cpu_node(const Ledger *l, const NpMask *set) {
+        guint cpu_nodes = 0;
+        for (guint i = 0; i < l->n; i++) {
+                if (!l->s[i].has_mem || !l->s[i].has_cpu)
+                        continue;
+                cpu_nodes++;
+                if (!np_mask_test(set, l->s[i].id))
+                        return false;
+        }
+        return cpu_nodes > 1;
+}
+
+/* Would p's CPU use need every node even on an idle machine (more than all
+ * nodes but the biggest hold at TargetUtilization)? Then confining it can
+ * only take CPUs from it. */
+static bool needs_every_node(const Ledger *l, const NpPolicyProcess *p) {
+        double all = 0, biggest = 0;
+        guint n = 0;
+        for (guint i = 0; i < l->n; i++)
+                if (l->s[i].has_cpu && l->s[i].has_mem) {
+                        all += l->s[i].cap_cpu;
+                        biggest = MAX(biggest, l->s[i].cap_cpu);
+                        n++;
+                }
+        return n > 1 && cpu_demand(p) > all - biggest;
+}
+
+/* Pass 1: what stays whatever the load. NULL when p is a candidate. */
+static char *held(const Ledger *l, const NpPolicyProcess *p) {
+        g_autofree char *cur = fmt_mask(p->current);
+        switch (p->hold) {
+        case NP_HOLD_PINNED:
+                return g_strdup_printf("pinned on %s by Place()", cur);
+        case NP_HOLD_EXCLUDED:
+                return g_strdup("excluded");
+        case NP_HOLD_FOREIGN:
+                return g_strdup("its CPUs or memory nodes were narrowed by someone else: left alone");
+        case NP_HOLD_MOVING:
+                return g_strdup_printf("moving to %s", cur);
+        case NP_HOLD_PLACED:
+        case NP_HOLD_NONE:
+                break;
+        }
+        if (!p->per_node)
+                return g_strdup("where its memory is is unknown (numa_maps unreadable)");
+        if (!p->mem)
+                return g_strdup("it has no memory to place");
+        if (l->params->keep_interleaved && p->mem && p->interleaved * 2 >= p->mem)
+                return g_strdup("its memory is interleaved and KeepInterleaved=yes");
+        if (p->cpu_estimated)
+                /* a new process's life so far includes its start (touching
+                 * its memory at full speed): enough to find it significant
+                 * at once, not to size its node set by */
+                return g_strdup_printf("its CPU use is not measured over two scans yet (%.1f CPUs so far): "
+                                       "decided once it is",
+                                       p->cpu);
+        if (p->since_move_usec < l->params->min_usec_between_moves)
+                return g_strdup_printf("moved %.0f s ago (MinSecondsBetweenMoves=%.0f)",
+                                       (double) p->since_move_usec / 1e6,
+                                       (double) l->params->min_usec_between_moves / 1e6);
+        return NULL;
+}
+
+static NpDecision *place_or_nofit(Ledger *l, const NpPolicyProcess *p, const NpMask *prefer, const char *context) {
+        /* how many nodes it needs comes from the ledger; among sets of
+         * that size, one its pages can move to now */
+        g_autoptr(NpMask) ideal = choose(l, p, prefer, p->left, false);
+        g_autoptr(NpMask) set = ideal ? choose(l, p, prefer, p->left, true) : NULL;
+        if (set && np_mask_weight(set) != np_mask_weight(ideal))
+                g_clear_pointer(&set, np_mask_free);
+        if (!ideal && needs_every_node(l, p)) {
+                footprint(l, p, +1);
+                return decision(p->pid, NP_DECISION_KEEP, NULL,
+                                g_strdup_printf("%s, but %.1f CPUs need every node: left spread", context, p->cpu));
+        }
+        if (!ideal) {
+                footprint(l, p, +1); /* it stays where it is */
+                return decision(p->pid, NP_DECISION_NOFIT, NULL,
+                                g_strdup_printf("%s, but no set of nodes has room for %.1f CPUs and %.0f MiB at "
+                                                "TargetUtilization=%u%%: left where it is",
+                                                context, p->cpu, (double) p->mem / MIB, l->params->target_utilization));
+        }
+        if (!set && !covers_every_cpu_node(l, ideal)) {
+                /* it goes there as soon as the memory is free: its
+                 * capacity is taken there already, so no one else is put
+                 * there meanwhile */
+                commit(l, p, ideal);
+                g_autofree char *s = fmt_mask(ideal);
+                return decision(p->pid, NP_DECISION_KEEP, NULL,
+                                g_strdup_printf("%s; %s would hold it but has not the free memory for its pages yet: "
+                                                "left where it is for now",
+                                                context, s));
+        }
+        if (!set)
+                set = g_steal_pointer(&ideal);
+        if (covers_every_cpu_node(l, set)) {
+                footprint(l, p, +1);
+                return decision(p->pid, NP_DECISION_KEEP, NULL,
+                                g_strdup_printf("%s, but %.1f CPUs and %.0f MiB need every node: left spread", context,
+                                                p->cpu, (double) p->mem / MIB));
+        }
+        if (p->current && np_mask_equal(set, p->current)) {
+                footprint(l, p, +1);
+                g_autofree char *s = fmt_mask(set);
+                return decision(p->pid, NP_DECISION_KEEP, NULL,
+                                g_strdup_printf("%s; its nodes %s are still the best", context, s));
+        }
+        commit(l, p, set);
+        move_pages_to(l, p, set);
+        g_autofree char *s = fmt_mask(set);
+        uint64_t move = p->mem - MIN(p->mem, bytes_on_set(p, set));
+        return decision(p->pid, NP_DECISION_MOVE, g_steal_pointer(&set),
+                        g_strdup_printf("%s: place on %s (%.0f MiB to move)", context, s, (double) move / MIB));
+}
+
+static gint cmp_size(gconstpointer a, gconstpointer b, gpointer data) {
+        const NpPolicyProcess *procs = data;
+        const NpPolicyProcess *x = &procs[*(const guint *) a], *y = &procs[*(const guint *) b];
+        if (x->mem != y->mem)
+                return x->mem > y->mem ? -1 : 1;
+        if (x->cpu != y->cpu)
+                return x->cpu > y->cpu ? -1 : 1;
+        return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
+                            const NpPolicyParams *params) {
+        Ledger l;
+        NpDecision **out = g_new0(NpDecision *, n_procs);
+        GPtrArray *res = g_ptr_array_new_full(n_procs, (GDestroyNotify) np_decision_free);
+
+        ledger_init(&l, nodes, n_nodes, params);
+        remove_candidates(&l, procs, n_procs);
+
+        /* 1: held whatever the load */
+        for (guint i = 0; i < n_procs; i++) {
+                char *why = held(&l, &procs[i]);
+                if (!why)
+                        continue;
+                if (procs[i].hold == NP_HOLD_MOVING && procs[i].current)
+                        commit(&l, &procs[i], procs[i].current);
+                else
+                        footprint(&l, &procs[i], +1);
+                out[i] = decision(procs[i].pid, NP_DECISION_KEEP, NULL, why);
+        }
+
+        /* 2: placed by the policy: stay while the nodes hold them */
+        for (guint i = 0; i < n_procs; i++) {
+                const NpPolicyProcess *p = &procs[i];
+                if (out[i] || p->hold != NP_HOLD_PLACED || !p->current)
+                        continue;
+                g_autofree char *cur = fmt_mask(p->current);
+                if (fits(&l, p->current, (double) p->mem, cpu_demand(p), -NP_POLICY_HYSTERESIS)) {
+                        double there = p->mem ? (double) bytes_on_set(p, p->current) / (double) p->mem : 1.0;
+                        bool rest =
+                                there * 100.0 < (double) params->memory_locality_target && movable(&l, p, p->current);
+                        commit(&l, p, p->current);
+                        if (rest) {
+                                /* pages left behind (a move that ran out of
+                                 * room, allocations elsewhere): move the rest */
+                                move_pages_to(&l, p, p->current);
+                                out[i] = decision(p->pid, NP_DECISION_MOVE, np_mask_copy(p->current),
+                                                  g_strdup_printf("placed on %s, but only %.0f%% of its memory is "
+                                                                  "there: moving the rest",
+                                                                  cur, there * 100.0));
+                                continue;
+                        }
+                        out[i] = decision(p->pid, NP_DECISION_KEEP, NULL,
+                                          g_strdup_printf("placed on %s, which has room", cur));
+                        continue;
+                }
+                g_autofree char *ctx = g_strdup_printf("placed on %s, which is now crowded", cur);
+                out[i] = place_or_nofit(&l, p, p->current, ctx);
+        }
+
+        /* 3: the other candidates, biggest first */
+        g_autoptr(GArray) order = g_array_new(FALSE, FALSE, sizeof(guint));
+        for (guint i = 0; i < n_procs; i++)
+                if (!out[i])
+                        g_array_append_val(order, i);
+        g_array_sort_with_data(order, cmp_size, (gpointer) procs);
+        for (guint k = 0; k < order->len; k++) {
+                guint i = g_array_index(order, guint, k);
+                const NpPolicyProcess *p = &procs[i];
+                double loc = locality(p);
+                g_autofree char *on = fmt_mask(p->running);
+                if (loc * 100.0 >= (double) params->memory_locality_target && p->running &&
+                    fits(&l, p->running, (double) p->mem, cpu_demand(p), -NP_POLICY_HYSTERESIS)) {
+                        footprint(&l, p, +1);
+                        out[i] = decision(p->pid, NP_DECISION_KEEP, NULL,
+                                          g_strdup_printf("%.0f%% of its memory is on the nodes it runs on (%s)",
+                                                          loc * 100.0, on));
+                        continue;
+                }
+                g_autofree char *ctx =
+                        g_strdup_printf("%.0f%% of its memory is on the nodes it runs on (%s)", loc * 100.0, on);
+                out[i] = place_or_nofit(&l, p, NULL, ctx);
+        }
+
+        for (guint i = 0; i < n_procs; i++)
+                g_ptr_array_add(res, out[i]);
+        g_free(out);
+        g_free(l.s);
+        return res;
+}
+
+NpMask *np_policy_advise(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
+                         const NpPolicyParams *params, double cpus, uint64_t bytes, bool *fits_out) {
+        Ledger l;
+        NpPolicyProcess job = { .pid = 0, .cpu = MAX(cpus, 0.0), .mem = bytes };
+        NpMask *set;
+
+        ledger_init(&l, nodes, n_nodes, params);
+        /* every process counts where it is now, a moving one where it goes */
+        remove_candidates(&l, procs, n_procs);
+        for (guint i = 0; i < n_procs; i++)
+                if (procs[i].hold == NP_HOLD_MOVING && procs[i].current)
+                        commit(&l, &procs[i], procs[i].current);
+                else
+                        footprint(&l, &procs[i], +1);
+
+        set = choose(&l, &job, NULL, NULL, false);
+        if (fits_out)
+                *fits_out = set != NULL;
+        if (!set) {
+                /* Nothing has room: the nodes with the most room, as many as
+                 * the demand needs by capacity alone, nearest first. */
+                int seed = -1;
+                double best = -INFINITY;
+                for (guint i = 0; i < l.n; i++) {
+                        double r = l.s[i].cap_mem - l.s[i].used_mem;
+                        if (l.s[i].has_mem && r > best) {
+                                best = r;
+                                seed = (int) l.s[i].id;
+                        }
+                }
+                if (seed >= 0) {
+                        Ledger empty = l;
+                        empty.s = g_memdup2(l.s, l.n * sizeof(Slot));
+                        for (guint i = 0; i < empty.n; i++) {
+                                empty.s[i].used_mem = 0;
+                                empty.s[i].used_cpu = 0;
+                        }
+                        set = np_mask_new();
+                        np_mask_set(set, (unsigned) seed);
+                        (void) grow(&empty, set, &job, 0.0);
+                        g_free(empty.s);
+                }
+        }
+        g_free(l.s);
+        return set;
+}

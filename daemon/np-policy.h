@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+/*
+ * The placement policy: a pure function, a snapshot of the machine and its
+ * candidate processes in, one decision per process out. No I/O, no clock,
+ * no daemon state: np-placer.c builds the snapshot and carries out the
+ * decisions; the unit tests call it with struct literals.
+ *
+ * The ledger. Every node has a CPU and a memory capacity at
+ * TargetUtilization: cpu_capacity x T% CPUs and mem_total x T% bytes. What
+ * is used on a node is what the samples say (CPUs busy, memory not free)
+ * minus what the candidates use there now (their CPU spread over the nodes
+ * their threads ran on, their pages where numa_maps says), so every
+ * candidate is counted once, where the decision puts it. Decisions are made
+ * in this order, each committing its process to the ledger:
+ *
+ *   1. processes that stay where they are whatever the load: pinned by
+ *      Place(), excluded, narrowed by someone else (foreign), moving now,
+ *      moved less than MinSecondsBetweenMoves ago, interleaved with
+ *      KeepInterleaved=yes, or whose memory is unknown;
+ *   2. processes the policy placed earlier stay while their nodes hold them
+ *      (with a hysteresis margin, so noise does not move them); a placed
+ *      process whose nodes became crowded or that grew past them is
+ *      re-placed, preferring supersets of its nodes (adding a neighbour
+ *      moves no page), never back to the nodes it just left unless those
+ *      have the room by the same margin;
+ *   3. the other candidates, biggest memory first: one whose memory is at
+ *      least MemoryLocalityTarget % on the nodes its threads run on, on
+ *      nodes with room, is left alone; the others get the smallest node set
+ *      that holds their memory and CPU demand (nodes without memory are
+ *      never a target, nodes without CPUs add memory but no CPUs), chosen
+ *      by, in order: most of its pages already there (fewest bytes to
+ *      move), most room left, nearest nodes (sum of distances); a process
+ *      whose demand needs every node is left spread (do no harm); when
+ *      nothing fits it is left where it is (NOFIT).
+ *
+ * So two big processes are never put on the same node when another fits,
+ * and the daemon's own earlier decisions hold until the load really changes.
+ */
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "np-nodemask.h"
+
+typedef struct {
+        unsigned id;
+        double cpu_capacity; /* CPUs usable by placed processes (ReservedCPUs taken out) */
+        double cpu_busy; /* CPUs busy over the last interval, every process */
+        uint64_t mem_total; /* bytes; 0 = no memory (never a target) */
+        uint64_t mem_free; /* bytes free (page cache that can be dropped counts as free) */
+        uint64_t mem_free_now; /* bytes free right now (MemFree): what a move can fill; 0 = mem_free */
+        const GArray *distances; /* NpDistance (np-topology.h) to every node, may be NULL */
+} NpPolicyNode;
+
+typedef enum {
+        NP_HOLD_NONE, /* a candidate the policy may place */
+        NP_HOLD_PLACED, /* placed by the policy earlier (current = its target) */
+        NP_HOLD_PINNED, /* Place(): never touched */
+        NP_HOLD_EXCLUDED, /* Exclude= / Exclude() */
+        NP_HOLD_FOREIGN, /* CPUs or nodes narrowed by someone else */
+        NP_HOLD_MOVING, /* a move of it is queued or running */
+} NpPolicyHold;
+
+typedef struct {
+        int pid;
+        double cpu; /* CPUs it uses */
+        bool cpu_estimated; /* cpu is not settled yet: its CPU time over its life so far (a
+                             * process seen for the first time) or one measurement only */
+        unsigned threads; /* its threads (0 = unknown): it never needs more CPUs than that */
+        uint64_t mem; /* bytes (numa_maps total, else RSS) */
+        uint64_t interleaved; /* bytes in VMAs with an interleave policy */
+        const GArray *per_node; /* NpNodeBytes where its pages are; NULL = unknown */
+        const NpMask *running; /* nodes its busy threads last ran on (may be NULL) */
+        const GArray *cpu_per_node; /* NpNodeCpu: where its CPU use is; NULL = spread over running */
+        const NpMask *current; /* nodes it is confined to (placed, pinned, moving), else NULL */
+        const NpMask *left; /* the nodes it left at its last move, or NULL */
+        uint64_t since_move_usec; /* time since its last move; UINT64_MAX = never moved */
+        NpPolicyHold hold;
+} NpPolicyProcess;
+
+typedef struct {
+        unsigned target_utilization; /* percent, 1..100 */
+        unsigned memory_locality_target; /* percent, 1..100 */
+        uint64_t min_usec_between_moves;
+        bool keep_interleaved;
+        double own_cpu; /* CPUs the daemon itself used over the last interval (its moves run
+                         * migrate_pages(2) on its worker thread): not load to place around */
+} NpPolicyParams;
+
+typedef enum {
+        NP_DECISION_KEEP, /* leave it where it is (why says why) */
+        NP_DECISION_MOVE, /* place it on `nodes` */
+        NP_DECISION_NOFIT, /* it should move but nothing has room: left where it is */
+} NpDecisionKind;
+
+typedef struct {
+        int pid;
+        NpDecisionKind kind;
+        NpMask *nodes; /* MOVE: the target; NOFIT: the nodes that would be needed (may be NULL); KEEP: NULL */
+        char *why; /* one line for the log and the Process's Decision property */
+} NpDecision;
+
+void np_decision_free(NpDecision *d);
+
+/* The margin of the ledger's hysteresis, as a share of a node's capacity. */
+#define NP_POLICY_HYSTERESIS 0.10
+
+/*
+ * Decide for every process of `procs` (n_procs of them) on `nodes`. Returns
+ * a GPtrArray of NpDecision*, one per process, in the order of `procs`.
+ * Deterministic: the same snapshot gives the same decisions.
+ */
+GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
+                            const NpPolicyParams *params);
+
+/*
+ * Advice for a job not started yet (Advise(), numad -w): the smallest set
+ * of nodes with room for `cpus` CPUs and `bytes` of memory at
+ * TargetUtilization once every process of `procs` is counted where it is
+ * now, preferring room, then nearness. When nothing has room, the set with
+ * the most room of the size the demand needs (up to every node with
+ * memory); *fits (may be NULL) says which. NULL only when no node has
+ * memory. Caller frees.
+ */
+NpMask *np_policy_advise(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
+                         const NpPolicyParams *params, double cpus, uint64_t bytes, bool *fits);

@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "np-proc-table.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "np-sysroot.h"
+
+struct NpProcTable {
+        GHashTable *by_pid; /* pid -> NpProcEntry* (owned) */
+        GPtrArray *live; /* user processes of the last scan, sorted by pid */
+        DIR *proc_dir; /* <root>/proc, kept open and rewound each scan */
+        char *proc_path; /* its path (the sysroot in force at creation) */
+        unsigned max_kept;
+        unsigned kept;
+        uint32_t gen;
+        uint64_t page_size;
+        NpProcTableStats totals; /* the counters part */
+};
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+unsigned np_proc_fd_budget(uint64_t *soft_out) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+                if (soft_out)
+                        *soft_out = 0;
+                return 0;
+        }
+        if (rl.rlim_cur != rl.rlim_max) {
+                struct rlimit want = { .rlim_cur = rl.rlim_max, .rlim_max = rl.rlim_max };
+                if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+                        rl.rlim_cur = rl.rlim_max;
+        }
+        if (soft_out)
+                *soft_out = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t) rl.rlim_cur;
+        if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur <= NP_PROC_FDS_RESERVED)
+                return 0;
+        uint64_t room = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t) rl.rlim_cur - NP_PROC_FDS_RESERVED;
+        return (unsigned) MIN(room, (uint64_t) NP_PROC_KEPT_FDS_MAX);
+}
+
+static void entry_free(NpProcEntry *e) {
+        if (!e)
+                return;
+        if (e->fd >= 0)
+                close(e->fd);
+        g_free(e);
+}
+
+NpProcTable *np_proc_table_new(unsigned max_kept) {
+        NpProcTable *t = g_new0(NpProcTable, 1);
+        t->by_pid = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify) entry_free);
+        t->live = g_ptr_array_new();
+        t->proc_path = np_path("/proc");
+        t->max_kept = max_kept;
+        long ps = sysconf(_SC_PAGESIZE);
+        t->page_size = ps > 0 ? (uint64_t) ps : 4096;
+        return t;
+}
+
+void np_proc_table_free(NpProcTable *t) {
+        if (!t)
+                return;
+        g_ptr_array_free(t->live, TRUE);
+        g_hash_table_destroy(t->by_pid);
+        if (t->proc_dir)
+                closedir(t->proc_dir);
+        g_free(t->proc_path);
+        g_free(t);
+}
+
+/* ---- parsing ------------------------------------------------------------- */
+
+static int lex_u64(const char **pp, uint64_t *out) {
+        const char *p = *pp;
+        uint64_t v = 0;
+        if (*p < '0' || *p > '9')
+                return -EINVAL;
+        for (; *p >= '0' && *p <= '9'; p++) {
+                unsigned d = (unsigned) (*p - '0');
+                if (v > (UINT64_MAX - d) / 10)
+                        return -EINVAL;
+                v = v * 10 + d;
+        }
+        *pp = p;
+        *out = v;
+        return 0;
+}
+
+int np_parse_statm(const char *buf, uint64_t *resident, uint64_t *text) {
+        if (!buf || !resident || !text)
+                return -EINVAL;
+        uint64_t v[7];
+        const char *p = buf;
+        for (unsigned i = 0; i < 7; i++) {
+                if (i > 0) {
+                        if (*p != ' ')
+                                return -EINVAL;
+                        p++;
+                }
+                if (lex_u64(&p, &v[i]) < 0)
+                        return -EINVAL;
+        }
+        if (*p != '\n' && *p != '\0')
+                return -EINVAL;
+        *resident = v[1];
+        *text = v[3];
+        return 0;
+}
+
+/* ---- reads --------------------------------------------------------------- */
+
+/* A vanished process shows up as ENOENT (open) or ESRCH (read). */
+static int gone_or(int r) {
+        return (r == -ENOENT || r == -ESRCH) ? -ESRCH : r;
+}
+
+/* pread(fd, 0) into buf (NUL-terminated). Bytes read, -ESRCH when the
+ * process is gone (or read nothing), another negative errno. */
+static ssize_t pread_all(int fd, char *buf, size_t size) {
+        ssize_t k;
+        do
+                k = pread(fd, buf, size - 1, 0);
+        while (k < 0 && errno == EINTR);
+        if (k < 0)
+                return gone_or(-errno);
+        if (k == 0)
+                return -ESRCH;
+        buf[k] = '\0';
+        return k;
+}
+
+static void take_stat(NpProcTable *t, NpProcEntry *e, const NpPidStat *st, uint64_t now) {
+        uint64_t ticks = st->utime + st->stime;
+        if (e->ticks_usec && now > e->ticks_usec && ticks >= e->ticks)
+                e->cpu_usage = ((double) (ticks - e->ticks) / (double) np_clock_ticks()) /
+                        ((double) (now - e->ticks_usec) / 1e6);
+        e->ticks = ticks;
+        e->ticks_usec = now;
+        e->threads = st->num_threads > 0 ? (unsigned) st->num_threads : 0;
+        g_strlcpy(e->comm, st->comm, sizeof e->comm);
+        e->stat_read = true;
+        t->totals.stat_reads++;
+}
+
+/*
+ * Open <root>/proc/<pid> and read stat through it; when keep_fd, also open
+ * statm through the same directory descriptor, so both belong to the process
+ * that held pid at that instant. 0 with *st and *fd (-1 when not kept or no
+ * statm; *no_statm then tells whether statm is missing), -ESRCH when gone,
+ * -EINVAL for a malformed stat.
+ */
+static int open_process(NpProcTable *t, int pid, bool keep_fd, NpPidStat *st, int *fd, bool *no_statm) {
+        char path[PATH_MAX];
+        char buf[1024];
+        *fd = -1;
+        *no_statm = false;
+        int n = snprintf(path, sizeof path, "%s/%d", t->proc_path, pid);
+        if (n < 0 || (size_t) n >= sizeof path)
+                return -ENAMETOOLONG;
+        int dfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return gone_or(-errno);
+        int sfd = openat(dfd, "stat", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (sfd < 0) {
+                int r = gone_or(-errno);
+                close(dfd);
+                return r;
+        }
+        ssize_t k = pread_all(sfd, buf, sizeof buf);
+        close(sfd);
+        int r = k < 0 ? (int) k : np_parse_pid_stat(buf, st);
+        if (r == 0 && keep_fd && !(st->flags & NP_PF_KTHREAD) && st->ppid != 2 && pid != 2) {
+                *fd = openat(dfd, "statm", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (*fd < 0)
+                        *no_statm = errno == ENOENT && access(path, F_OK) == 0;
+        }
+        close(dfd);
+        return r;
+}
+
+static bool is_kthread(int pid, const NpPidStat *st) {
+        return (st->flags & NP_PF_KTHREAD) || st->ppid == 2 || pid == 2;
+}
+
+static void drop(NpProcTable *t, NpProcEntry *e) {
+        if (e->fd >= 0)
+                t->kept--;
+        t->totals.dropped++;
+        g_hash_table_remove(t->by_pid, GINT_TO_POINTER(e->pid));
+}
+
+/* A process not known yet (or whose pid was reused). NULL when it is gone. */
+static NpProcEntry *discover(NpProcTable *t, int pid, uint32_t ino, uint64_t now) {
+        NpPidStat st;
+        int fd;
+        bool no_statm;
+        if (open_process(t, pid, t->kept < t->max_kept, &st, &fd, &no_statm) < 0)
+                return NULL;
+        NpProcEntry *e = g_new0(NpProcEntry, 1);
+        e->pid = pid;
+        e->starttime = st.starttime;
+        e->ino = ino;
+        e->fd = fd;
+        e->kthread = is_kthread(pid, &st);
+        e->new_this_scan = true;
+        if (fd >= 0)
+                t->kept++;
+        e->no_statm = no_statm;
+        take_stat(t, e, &st, now);
+        e->rss_bytes = st.rss_pages > 0 ? (uint64_t) st.rss_pages * t->page_size : 0;
+        g_hash_table_replace(t->by_pid, GINT_TO_POINTER(pid), e);
+        t->totals.discovered++;
+        return e;
+}
+
+/* stat by path for an entry without a descriptor: identity by start time.
+ * 0, or -ESRCH when our process is gone (the caller drops the entry). */
+static int read_stat_by_path(NpProcTable *t, NpProcEntry *e, uint64_t now, NpPidStat *st) {
+        int r = np_read_pid_stat(e->pid, st);
+        if (r < 0)
+                return -ESRCH;
+        if (st->starttime != e->starttime)
+                return -ESRCH; /* pid reused */
+        take_stat(t, e, st, now);
+        return 0;
+}
+
+/* The per-scan read of one known user process. Returns the entry to report
+ * (e, or a new entry when the pid was reused), or NULL when gone. */
+static NpProcEntry *sample_known(NpProcTable *t, NpProcEntry *e, uint32_t ino, uint64_t now, bool *exec_seen) {
+        char buf[256];
+        int pid = e->pid;
+        *exec_seen = false;
+
+        if (e->fd < 0 && !e->no_statm && t->kept < t->max_kept) {
+                /* beyond the cap until now: try to get a descriptor */
+                NpPidStat st;
+                int fd;
+                bool no_statm;
+                if (open_process(t, pid, true, &st, &fd, &no_statm) < 0) {
+                        drop(t, e);
+                        return NULL;
+                }
+                if (st.starttime != e->starttime) {
+                        if (fd >= 0)
+                                close(fd);
+                        drop(t, e);
+                        return discover(t, pid, ino, now);
+                }
+                if (fd >= 0) {
+                        e->fd = fd;
+                        t->kept++;
+                }
+                e->no_statm = no_statm;
+                take_stat(t, e, &st, now);
+                e->rss_bytes = st.rss_pages > 0 ? (uint64_t) st.rss_pages * t->page_size : 0;
+                if (fd < 0)
+                        return e; /* no statm (a fixture tree): stat was the read */
+        }
+
+        if (e->fd >= 0) {
+                ssize_t k = pread_all(e->fd, buf, sizeof buf);
+                t->totals.statm_reads++;
+                if (k == -ESRCH) {
+                        /* our process was reaped: anyone holding pid now is new */
+                        drop(t, e);
+                        return discover(t, pid, ino, now);
+                }
+                uint64_t resident, text;
+                if (k < 0 || np_parse_statm(buf, &resident, &text) < 0) {
+                        drop(t, e);
+                        return NULL;
+                }
+                *exec_seen = e->text_pages && (uint32_t) text != e->text_pages;
+                e->text_pages = (uint32_t) text;
+                e->rss_bytes = resident * t->page_size;
+                return e;
+        }
+
+        /* no descriptor: stat by path every scan */
+        NpPidStat st;
+        if (read_stat_by_path(t, e, now, &st) < 0) {
+                drop(t, e);
+                return discover(t, pid, ino, now);
+        }
+        e->rss_bytes = st.rss_pages > 0 ? (uint64_t) st.rss_pages * t->page_size : 0;
+        return e;
+}
+
+static gint cmp_entry_pid(gconstpointer a, gconstpointer b) {
+        int x = (*(NpProcEntry *const *) a)->pid, y = (*(NpProcEntry *const *) b)->pid;
+        return (x > y) - (x < y);
+}
+
+static bool parse_pid_name(const char *s, int *pid) {
+        uint64_t v;
+        const char *p = s;
+        if (lex_u64(&p, &v) < 0 || *p || v == 0 || v > INT_MAX)
+                return false;
+        *pid = (int) v;
+        return true;
+}
+
+int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat wants, void *userdata) {
+        if (!t->proc_dir) {
+                t->proc_dir = opendir(t->proc_path);
+                if (!t->proc_dir)
+                        return -errno;
+        } else
+                rewinddir(t->proc_dir);
+
+        uint32_t gen = ++t->gen;
+        uint64_t now = now_usec();
+        bool sorted = true;
+        int last_pid = 0;
+        g_ptr_array_set_size(t->live, 0);
+
+        struct dirent *de;
+        errno = 0;
+        while ((de = readdir(t->proc_dir))) {
+                int pid;
+                if (!parse_pid_name(de->d_name, &pid))
+                        continue;
+                uint32_t ino = (uint32_t) de->d_ino;
+                NpProcEntry *e = g_hash_table_lookup(t->by_pid, GINT_TO_POINTER(pid));
+                bool exec_seen = false;
+                if (!e) {
+                        e = discover(t, pid, ino, now);
+                } else if (e->kthread) {
+                        if (e->ino != ino) {
+                                /* a new inode: maybe another process has this pid now */
+                                NpPidStat st;
+                                if (np_read_pid_stat(pid, &st) < 0) {
+                                        drop(t, e);
+                                        e = NULL;
+                                } else if (st.starttime != e->starttime) {
+                                        drop(t, e);
+                                        e = discover(t, pid, ino, now);
+                                } else
+                                        e->ino = ino;
+                        }
+                } else {
+                        e->stat_read = false;
+                        e->new_this_scan = false;
+                        e->ino = ino;
+                        e = sample_known(t, e, ino, now, &exec_seen);
+                }
+                if (!e)
+                        continue;
+                e->seen_gen = gen;
+                if (e->kthread)
+                        continue;
+                if (!e->stat_read && (exec_seen || e->rss_bytes >= min_rss_bytes || (wants && wants(userdata, e)))) {
+                        NpPidStat st;
+                        if (read_stat_by_path(t, e, now, &st) < 0) {
+                                /* exited (or pid reused) since statm: gone for this scan */
+                                drop(t, e);
+                                continue;
+                        }
+                }
+                if (e->pid < last_pid)
+                        sorted = false;
+                last_pid = e->pid;
+                g_ptr_array_add(t->live, e);
+        }
+
+        /* what the listing no longer holds has exited */
+        GHashTableIter it;
+        gpointer v;
+        g_hash_table_iter_init(&it, t->by_pid);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                NpProcEntry *e = v;
+                if (e->seen_gen == gen)
+                        continue;
+                if (e->fd >= 0)
+                        t->kept--;
+                t->totals.dropped++;
+                g_hash_table_iter_remove(&it);
+        }
+        if (!sorted) /* a fixture tree lists in directory order; /proc lists by pid */
+                g_ptr_array_sort(t->live, cmp_entry_pid);
+        return (int) t->live->len;
+}
+
+const GPtrArray *np_proc_table_entries(const NpProcTable *t) {
+        return t->live;
+}
+
+const NpProcEntry *np_proc_table_lookup(const NpProcTable *t, int pid) {
+        return g_hash_table_lookup(t->by_pid, GINT_TO_POINTER(pid));
+}
+
+void np_proc_table_stats(const NpProcTable *t, NpProcTableStats *out) {
+        *out = t->totals;
+        out->max_kept = t->max_kept;
+        out->kept = t->kept;
+        out->beyond_cap = 0;
+        out->kthreads = 0;
+        GHashTableIter it;
+        gpointer v;
+        g_hash_table_iter_init(&it, t->by_pid);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const NpProcEntry *e = v;
+                out->kthreads += e->kthread;
+                out->beyond_cap += !e->kthread && e->fd < 0;
+        }
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+/*
+ * The cheap tier of process sampling: what every scan reads of every PID.
+ *
+ * The table remembers every process it has seen. Each scan it lists <root>/proc
+ * once (readdir) and compares the listing with the known set, so a new
+ * process is read in full once (its stat, through a directory descriptor so
+ * that stat and the kept descriptor belong to the same process) and an old
+ * one is not re-read from scratch. For every known user process it then
+ * reads only `statm` (resident memory), with pread() on a descriptor kept
+ * open between scans. `stat` (CPU ticks, comm, threads) is read only for a
+ * process whose resident memory is at least the caller's threshold, whose
+ * text size changed (an exec: comm may have changed), or that the caller
+ * asks for (included, placed or pinned). Kernel threads are recognised once
+ * and never read again.
+ *
+ * Descriptors: at most `max_kept` statm descriptors are kept (each costs the
+ * kernel about 4 kB once read: the seq_file buffer). A process beyond the cap
+ * is read with open+read+close of `stat` every scan instead, and gets a kept
+ * descriptor when one frees up.
+ *
+ * Identity: a kept descriptor is bound to the process it was opened for
+ * (procfs pins the struct pid, not the number): once that process is reaped,
+ * pread() fails with ESRCH even if the PID has been given to a new process,
+ * so a descriptor never yields another process's data. A zombie reads as
+ * zero resident memory. A process without a descriptor (a kernel thread, or
+ * one beyond the cap) is identified by its start time, read from stat; for a
+ * kernel thread stat is read again only when the inode number readdir reports
+ * for /proc/<pid> changes (procfs gives the directory of a new process a new
+ * inode).
+ */
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "np-sample.h"
+
+/* Default cap on kept descriptors (see np_proc_fd_budget()). */
+#define NP_PROC_KEPT_FDS_MAX 8192u
+/* Descriptors left for everything else the daemon opens. */
+#define NP_PROC_FDS_RESERVED 512u
+
+typedef struct {
+        int pid;
+        int fd; /* kept statm descriptor, or -1 (bookkeeping, read-only for callers) */
+        uint64_t starttime; /* clock ticks after boot: identity with pid */
+        uint64_t rss_bytes; /* resident memory, this scan (statm, or stat beyond the cap) */
+        uint64_t ticks; /* utime+stime at the last stat read */
+        uint64_t ticks_usec; /* CLOCK_MONOTONIC of that read */
+        double cpu_usage; /* CPUs between the last two stat reads; 0 until there are two */
+        unsigned threads; /* at the last stat read */
+        char comm[16]; /* from stat (TASK_COMM_LEN): when new, after an exec, at every stat read */
+        bool stat_read; /* stat was read this scan: ticks, cpu_usage, threads are fresh */
+        bool new_this_scan; /* first seen in this scan */
+
+        /* bookkeeping (read-only for callers) */
+        bool kthread; /* never reported, never read again */
+        bool no_statm; /* the tree has no statm (a fixture): stat is read every scan */
+        uint32_t ino; /* d_ino of /proc/<pid> in the last listing (procfs inode numbers are 32-bit) */
+        uint32_t text_pages; /* statm text at the last read: changes on exec */
+        uint32_t seen_gen; /* scan generation of the last listing that held it */
+} NpProcEntry;
+
+typedef struct NpProcTable NpProcTable;
+
+/* Whether stat must be read this scan for an entry below the memory
+ * threshold (e.g. included, pinned or placed). `e` has fresh rss_bytes. */
+typedef bool (*NpProcWantsStat)(void *userdata, const NpProcEntry *e);
+
+/*
+ * Raise RLIMIT_NOFILE's soft limit to the hard limit and return how many
+ * descriptors the table may keep: min(NP_PROC_KEPT_FDS_MAX, soft limit -
+ * NP_PROC_FDS_RESERVED), 0 when the limit is below the reserve. Never fails:
+ * when the limit cannot be raised, the cap follows the soft limit in force.
+ * *soft_out (may be NULL) gets the soft limit in force afterwards.
+ */
+unsigned np_proc_fd_budget(uint64_t *soft_out);
+
+/* A new, empty table keeping at most max_kept descriptors. */
+NpProcTable *np_proc_table_new(unsigned max_kept);
+/* Closes every kept descriptor. NULL is fine. */
+void np_proc_table_free(NpProcTable *t);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpProcTable, np_proc_table_free)
+
+/*
+ * One scan (see the top of this file). min_rss_bytes: entries at or above it
+ * get their stat read; wants (may be NULL) is asked for the others. Returns
+ * the number of user processes listed (>= 0), or a negative errno when
+ * <root>/proc cannot be listed (the table is then unchanged). Processes that
+ * vanish while being read are dropped quietly; malformed contents of one
+ * process are skipped like a vanished process.
+ */
+int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat wants, void *userdata);
+
+/* The user processes of the last scan, sorted by pid: a GPtrArray of
+ * NpProcEntry* owned by the table, valid until the next scan or free. */
+const GPtrArray *np_proc_table_entries(const NpProcTable *t);
+
+/* The entry of pid (a user process or a kernel thread), or NULL. */
+const NpProcEntry *np_proc_table_lookup(const NpProcTable *t, int pid);
+
+typedef struct {
+        unsigned max_kept; /* the cap */
+        unsigned kept; /* descriptors kept now */
+        unsigned beyond_cap; /* user processes read with open+read+close (no descriptor) */
+        unsigned kthreads; /* kernel threads known (never read) */
+        uint64_t statm_reads, stat_reads, discovered, dropped; /* totals since the table was made */
+} NpProcTableStats;
+
+void np_proc_table_stats(const NpProcTable *t, NpProcTableStats *out);
+
+/* Parse a statm line ("size resident shared text lib data dt", in pages).
+ * 0 with *resident and *text set, or -EINVAL for anything else. */
+int np_parse_statm(const char *buf, uint64_t *resident, uint64_t *text);

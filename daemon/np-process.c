@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* One process's sample and the daemon's view of it: see np-process.h. */
+#include "np-process.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "np-log.h"
+#include "np-sysroot.h"
+
+static uint64_t np_now_monotonic_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * G_USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+const char *np_proc_state_to_string(NpProcState s) {
+        switch (s) {
+        case NP_PROC_OBSERVED:
+                return "observed";
+        case NP_PROC_PINNED:
+                return "pinned";
+        case NP_PROC_PLACED:
+                return "placed";
+        case NP_PROC_EXCLUDED:
+                return "excluded";
+        case NP_PROC_FOREIGN:
+                return "foreign";
+        case NP_PROC_ADVISED:
+                return "advised";
+        case NP_PROC_NOFIT:
+                return "nofit";
+        }
+        return "unknown";
+}
+
+NpProcess *np_process_new(int pid, uint64_t starttime) {
+        NpProcess *p = g_new0(NpProcess, 1);
+        p->pid = pid;
+        p->starttime = starttime;
+        p->state = NP_PROC_OBSERVED;
+        p->locality = 1.0;
+        p->cgroup = g_strdup("");
+        p->unit = g_strdup("");
+        p->decision = g_strdup("");
+        return p;
+}
+
+void np_process_free(NpProcess *p) {
+        if (!p)
+                return;
+        np_mask_free(p->cpus_allowed);
+        np_mask_free(p->mems_allowed);
+        np_mask_free(p->running_nodes);
+        if (p->cpu_per_node)
+                g_array_unref(p->cpu_per_node);
+        if (p->thread_ticks)
+                g_hash_table_unref(p->thread_ticks);
+        np_mask_free(p->target);
+        np_mask_free(p->left);
+        np_mask_free(p->moving_to);
+        g_free(p->decision);
+        np_numa_maps_clear(&p->maps);
+        g_free(p->cgroup);
+        g_free(p->unit);
+        g_free(p);
+}
+
+void np_process_set_decision(NpProcess *p, const char *why) {
+        if (g_strcmp0(p->decision, why) == 0)
+                return;
+        g_free(p->decision);
+        p->decision = g_strdup(why);
+        p->changed |= NP_PROCESS_DECISION;
+}
+
+bool np_process_held(const NpProcess *p) {
+        return p->state == NP_PROC_PINNED || p->state == NP_PROC_PLACED;
+}
+
+uint64_t np_process_memory_bytes(const NpProcess *p) {
+        return p->maps.total_bytes ? p->maps.total_bytes : p->rss_bytes;
+}
+
+static bool masks_equal(const NpMask *a, const NpMask *b) {
+        if (!a || !b)
+                return a == b;
+        return np_mask_equal(a, b);
+}
+
+static bool per_node_equal(const GArray *a, const GArray *b) {
+        guint na = a ? a->len : 0, nb = b ? b->len : 0;
+        if (na != nb)
+                return false;
+        /* field by field: memcmp would compare the padding after .node too */
+        for (guint i = 0; i < na; i++) {
+                const NpNodeBytes *x = &g_array_index(a, NpNodeBytes, i), *y = &g_array_index(b, NpNodeBytes, i);
+                if (x->node != y->node || x->bytes != y->bytes)
+                        return false;
+        }
+        return true;
+}
+
+void np_process_set_state(NpProcess *p, NpProcState state, const NpMask *target, uint64_t last_placed_usec) {
+        if (p->state != state)
+                p->changed |= NP_PROCESS_STATE;
+        p->state = state;
+        if (!masks_equal(p->target, target)) {
+                p->changed |= NP_PROCESS_TARGET_NODES;
+                np_mask_free(p->target);
+                p->target = target ? np_mask_copy(target) : NULL;
+        }
+        if (p->last_placed_usec != last_placed_usec)
+                p->changed |= NP_PROCESS_LAST_PLACED;
+        p->last_placed_usec = last_placed_usec;
+}
+
+void np_process_set_sample(NpProcess *p, const char *comm, double cpu_usage, uint64_t rss_bytes, unsigned threads) {
+        uint64_t mem = np_process_memory_bytes(p);
+
+        if (strcmp(p->comm, comm) != 0) {
+                g_strlcpy(p->comm, comm, sizeof p->comm);
+                p->changed |= NP_PROCESS_COMM;
+        }
+        if (p->cpu_usage != cpu_usage)
+                p->changed |= NP_PROCESS_CPU_USAGE;
+        p->cpu_usage = cpu_usage;
+        p->rss_bytes = rss_bytes;
+        p->threads = threads;
+        if (np_process_memory_bytes(p) != mem)
+                p->changed |= NP_PROCESS_MEMORY_BYTES;
+}
+
+static char *cgroup_path_of(int pid, char **unit) {
+        g_autofree char *buf = NULL;
+        char *save = NULL;
+        *unit = NULL;
+        if (np_read_filef(&buf, NULL, "/proc/%d/cgroup", pid) < 0) {
+                *unit = g_strdup("");
+                return g_strdup("");
+        }
+        const char *cpuset = NULL, *unified = NULL, *named = NULL;
+        for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                char *c1 = strchr(line, ':');
+                char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+                if (!c2)
+                        continue;
+                *c2 = '\0';
+                const char *ctrl = c1 + 1, *path = c2 + 1;
+                if (g_str_equal(ctrl, ""))
+                        unified = path;
+                else if (g_str_equal(ctrl, "name=systemd"))
+                        named = path;
+                else {
+                        g_auto(GStrv) parts = g_strsplit(ctrl, ",", -1);
+                        if (g_strv_contains((const char *const *) parts, "cpuset"))
+                                cpuset = path;
+                }
+        }
+        const char *sysd = unified ? unified : named;
+        if (sysd) {
+                g_auto(GStrv) comps = g_strsplit(sysd, "/", -1);
+                for (int i = (int) g_strv_length(comps) - 1; i >= 0; i--)
+                        if (g_str_has_suffix(comps[i], ".service") || g_str_has_suffix(comps[i], ".scope")) {
+                                *unit = g_strdup(comps[i]);
+                                break;
+                        }
+        }
+        if (!*unit)
+                *unit = g_strdup("");
+        return g_strdup(cpuset ? cpuset : sysd ? sysd : "");
+}
+
+static void add_cpu(GArray *per_node, unsigned node, double cpu) {
+        for (guint i = 0; i < per_node->len; i++) {
+                NpNodeCpu *c = &g_array_index(per_node, NpNodeCpu, i);
+                if (c->node == node) {
+                        c->cpu += cpu;
+                        return;
+                }
+        }
+        NpNodeCpu c = { node, cpu };
+        g_array_append_val(per_node, c);
+}
+
+/* Read every thread's stat: where each last ran and, against the previous
+ * read, how much CPU it used; so running_nodes are where the busy threads
+ * are and cpu_per_node where its CPU use goes. */
+static void read_threads(NpProcess *p, const NpTopology *t) {
+        g_autofree char *dir = np_path("/proc/%d/task", p->pid);
+        g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+        g_autoptr(GHashTable) ticks = g_hash_table_new(g_direct_hash, g_direct_equal);
+        g_autoptr(NpMask) all = np_mask_new();
+        g_autoptr(NpMask) busy = np_mask_new();
+        GArray *per_node = g_array_new(FALSE, FALSE, sizeof(NpNodeCpu));
+        uint64_t now = np_now_monotonic_usec();
+        double secs = p->threads_usec && now > p->threads_usec ? (double) (now - p->threads_usec) / 1e6 : 0.0;
+        double hz = (double) np_clock_ticks();
+        const char *name;
+
+        while (d && (name = g_dir_read_name(d))) {
+                g_autofree char *buf = NULL;
+                NpPidStat st;
+                if (np_read_filef(&buf, NULL, "/proc/%d/task/%s/stat", p->pid, name) < 0)
+                        continue;
+                if (np_parse_pid_stat(buf, &st) < 0)
+                        continue;
+                int n = np_topology_node_of_cpu(t, (unsigned) st.processor);
+                uint64_t tk = st.utime + st.stime;
+                g_hash_table_insert(ticks, GINT_TO_POINTER(st.pid), GSIZE_TO_POINTER((gsize) tk));
+                if (n < 0)
+                        continue;
+                np_mask_set(all, (unsigned) n);
+                gpointer prev;
+                if (secs > 0 && p->thread_ticks &&
+                    g_hash_table_lookup_extended(p->thread_ticks, GINT_TO_POINTER(st.pid), NULL, &prev) &&
+                    tk >= GPOINTER_TO_SIZE(prev)) {
+                        double cpu = (double) (tk - GPOINTER_TO_SIZE(prev)) / hz / secs;
+                        add_cpu(per_node, (unsigned) n, cpu);
+                        if (cpu >= NP_BUSY_THREAD_CPU)
+                                np_mask_set(busy, (unsigned) n);
+                }
+        }
+        if (np_mask_empty(all)) {
+                /* no task directory readable: the process's own last CPU */
+                NpPidStat st;
+                if (np_read_pid_stat(p->pid, &st) == 0) {
+                        int n = np_topology_node_of_cpu(t, (unsigned) st.processor);
+                        if (n >= 0)
+                                np_mask_set(all, (unsigned) n);
+                }
+        }
+        np_mask_free(p->running_nodes);
+        p->running_nodes = np_mask_copy(np_mask_empty(busy) ? all : busy);
+        if (p->cpu_per_node)
+                g_array_unref(p->cpu_per_node);
+        p->cpu_per_node = per_node;
+        if (p->thread_ticks)
+                g_hash_table_unref(p->thread_ticks);
+        p->thread_ticks = g_steal_pointer(&ticks);
+        p->threads_usec = now;
+}
+
+void np_process_read_cgroup(NpProcess *p) {
+        g_autofree char *unit = NULL;
+        g_autofree char *cgroup = cgroup_path_of(p->pid, &unit);
+        if (g_strcmp0(cgroup, p->cgroup) != 0) {
+                p->changed |= NP_PROCESS_CGROUP;
+                g_free(p->cgroup);
+                p->cgroup = g_steal_pointer(&cgroup);
+        }
+        if (g_strcmp0(unit, p->unit) != 0) {
+                p->changed |= NP_PROCESS_UNIT;
+                g_free(p->unit);
+                p->unit = g_steal_pointer(&unit);
+        }
+}
+
+/* Is (pid, starttime) still there? Readers say -ESRCH for a missing file,
+ * which is also what a kernel without numa_maps looks like. */
+static bool still_there(const NpProcess *p) {
+        NpPidStat st;
+        return np_read_pid_stat(p->pid, &st) == 0 && st.starttime == p->starttime;
+}
+
+static uint64_t realtime_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+void np_process_take_maps(NpProcess *p, NpNumaMaps *maps) {
+        if (!maps->per_node)
+                return;
+        uint64_t mem_before = np_process_memory_bytes(p);
+        if (!per_node_equal(p->maps.per_node, maps->per_node))
+                p->changed |= NP_PROCESS_MEMORY_PER_NODE;
+        np_numa_maps_clear(&p->maps);
+        p->maps = *maps;
+        *maps = (NpNumaMaps){ 0 };
+        p->maps_error = 0;
+        if (np_process_memory_bytes(p) != mem_before)
+                p->changed |= NP_PROCESS_MEMORY_BYTES;
+        np_maps_age_read(&p->maps_age, p->rss_bytes, p->cpu_ticks, realtime_usec());
+}
+
+int np_process_refresh(NpProcess *p, const NpTopology *t, unsigned maps_max_scans) {
+        NpPidStatus status = { 0 };
+        int r = np_read_pid_status(p->pid, &status);
+        if (r == -ESRCH || (r < 0 && !still_there(p)))
+                return -ESRCH;
+        if (r == 0) {
+                np_mask_free(p->cpus_allowed);
+                np_mask_free(p->mems_allowed);
+                p->cpus_allowed = g_steal_pointer(&status.cpus_allowed);
+                p->mems_allowed = g_steal_pointer(&status.mems_allowed);
+                p->threads = status.threads;
+                np_pid_status_clear(&status);
+        } else {
+                log_debug("Cannot read /proc/%d/status: %s; keeping what was known", p->pid, g_strerror(-r));
+        }
+
+        uint64_t mem_before = np_process_memory_bytes(p);
+        NpMapsDue due = maps_max_scans == NP_MAPS_NOW
+                ? NP_MAPS_DUE_NEW
+                : np_maps_refresh_due(&p->maps_age, p->rss_bytes, p->cpu_ticks, maps_max_scans);
+        if (due == NP_MAPS_KEEP) {
+                np_maps_age_scan(&p->maps_age);
+        } else {
+                log_debug("Read numa_maps of %d (%s): %s", p->pid, p->comm, np_maps_due_to_string(due));
+                NpNumaMaps maps = { 0 };
+                r = np_read_numa_maps(p->pid, &maps);
+                if (r == -ESRCH && !still_there(p)) {
+                        np_numa_maps_clear(&maps);
+                        return -ESRCH;
+                }
+                if (r < 0) {
+                        np_numa_maps_clear(&maps);
+                        if (p->maps_error != r)
+                                log_debug("Cannot read /proc/%d/numa_maps (%s): %s; where its memory is stays unknown",
+                                          p->pid, p->comm, r == -ESRCH ? "no such file" : g_strerror(-r));
+                        p->maps_error = r;
+                        if (p->maps.per_node && p->maps.per_node->len)
+                                p->changed |= NP_PROCESS_MEMORY_PER_NODE;
+                        np_numa_maps_clear(&p->maps);
+                } else {
+                        p->maps_error = 0;
+                        if (!per_node_equal(p->maps.per_node, maps.per_node))
+                                p->changed |= NP_PROCESS_MEMORY_PER_NODE;
+                        np_numa_maps_clear(&p->maps);
+                        p->maps = maps;
+                }
+                if (np_process_memory_bytes(p) != mem_before)
+                        p->changed |= NP_PROCESS_MEMORY_BYTES;
+                np_maps_age_read(&p->maps_age, p->rss_bytes, p->cpu_ticks, realtime_usec());
+        }
+
+        read_threads(p, t);
+        uint64_t local = 0;
+        NP_MASK_FOREACH (n, p->running_nodes)
+                local += np_numa_maps_node_bytes(&p->maps, (unsigned) n);
+        double locality = p->maps.total_bytes ? (double) local / (double) p->maps.total_bytes : 1.0;
+        if (locality != p->locality)
+                p->changed |= NP_PROCESS_LOCALITY;
+        p->locality = locality;
+
+        np_process_read_cgroup(p);
+        return 0;
+}

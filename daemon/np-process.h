@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+/*
+ * What the daemon knows of one process: what every scan reads (CPU use,
+ * resident memory, comm), the details read for significant processes
+ * (allowed CPUs and nodes, where its pages are, where its threads ran, its
+ * cgroup and unit), and what the daemon did with it (state, target). Plus a
+ * mask of the published properties that changed, for the bus layer.
+ *
+ * Reads go through np-sysroot (fixture trees in tests). No bus, no policy.
+ */
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "np-maps-refresh.h"
+#include "np-nodemask.h"
+#include "np-sample.h"
+#include "np-topology.h"
+
+typedef enum {
+        NP_PROC_OBSERVED, /* significant, sampled, left where it is */
+        NP_PROC_PINNED, /* placed by Place(); held until Forget() */
+        NP_PROC_PLACED, /* placed by the daemon's policy */
+        NP_PROC_EXCLUDED, /* Exclude= or Exclude(): never touched */
+        NP_PROC_FOREIGN, /* CPUs or memory nodes narrowed by someone else: left alone */
+        NP_PROC_ADVISED, /* Mode=advise: the policy would place it on target */
+        NP_PROC_NOFIT, /* should move, but no node set has room: left where it is */
+} NpProcState;
+
+/* "observed", "pinned", "placed", "excluded", "foreign", "advised", "nofit". */
+const char *np_proc_state_to_string(NpProcState s);
+
+/* The published properties of org.numaplaced1.Process that can change
+ * (bits of NpProcess.changed). */
+typedef enum {
+        NP_PROCESS_COMM = 1u << 0,
+        NP_PROCESS_CPU_USAGE = 1u << 1,
+        NP_PROCESS_MEMORY_BYTES = 1u << 2,
+        NP_PROCESS_MEMORY_PER_NODE = 1u << 3,
+        NP_PROCESS_LOCALITY = 1u << 4,
+        NP_PROCESS_TARGET_NODES = 1u << 5,
+        NP_PROCESS_STATE = 1u << 6,
+        NP_PROCESS_LAST_PLACED = 1u << 7,
+        NP_PROCESS_CGROUP = 1u << 8,
+        NP_PROCESS_UNIT = 1u << 9,
+        NP_PROCESS_DECISION = 1u << 10,
+} NpProcessProp;
+
+/* A thread counts as busy (for running_nodes) from this many CPUs. */
+#define NP_BUSY_THREAD_CPU 0.1
+
+typedef struct {
+        int pid;
+        uint64_t starttime; /* clock ticks after boot: identity with pid */
+        char comm[NP_COMM_MAX];
+
+        /* every scan */
+        uint64_t cpu_ticks; /* utime+stime at the last scan */
+        uint64_t sampled_usec; /* CLOCK_MONOTONIC of that sample */
+        double cpu_usage; /* CPUs, over the last interval */
+        bool cpu_estimated; /* cpu_usage is its CPU time over its life (first sight), not a measurement */
+        unsigned cpu_measured; /* scans in a row with a measured CPU use, up to 2 */
+        double cpu_prev; /* the measurement of the scan before (cpu_measured == 2) */
+        uint64_t rss_bytes;
+        unsigned threads;
+        bool significant; /* published and sampled in detail */
+        bool seen; /* seen in the current scan */
+
+        /* details (significant processes, or refreshed for an action) */
+        NpMask *cpus_allowed; /* NULL until read */
+        NpMask *mems_allowed; /* NULL until read */
+        NpMask *running_nodes; /* nodes its busy threads last ran on (every thread's
+                                * node when none is busy) */
+        GArray *cpu_per_node; /* NpNodeCpu: its CPU use by node, from its threads'
+                               * CPU time since the last read and their last CPU */
+        GHashTable *thread_ticks; /* tid -> utime+stime at the last read */
+        uint64_t threads_usec; /* CLOCK_MONOTONIC of that read, 0 = never */
+        NpNumaMaps maps; /* where its pages are; empty until read */
+        int maps_error; /* 0, or why numa_maps could not be read (-EACCES...) */
+        NpMapsAge maps_age; /* when numa_maps was read (LocalityTimestamp), np-maps-refresh.h */
+        double locality; /* share of memory on running_nodes, 0..1 */
+        char *cgroup; /* cpuset (v1) or unified (v2) path */
+        char *unit; /* systemd unit from the cgroup path, or "" */
+
+        /* what the daemon did */
+        NpProcState state;
+        NpMask *target; /* nodes it was placed on, or NULL */
+        uint64_t last_placed_usec; /* CLOCK_REALTIME, 0 = never */
+        uint64_t moved_usec; /* CLOCK_MONOTONIC of the last move, 0 = never */
+        NpMask *left; /* the nodes it left at its last move, or NULL */
+        NpMask *moving_to; /* a move of it is queued or running to these nodes */
+        char *decision; /* the policy's last word on it ("" = none yet) */
+
+        uint32_t changed; /* NpProcessProp bits not yet published */
+} NpProcess;
+
+NpProcess *np_process_new(int pid, uint64_t starttime);
+void np_process_free(NpProcess *p);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpProcess, np_process_free)
+
+/*
+ * Read the details of p: /proc/PID/status (allowed CPUs and nodes, threads),
+ * numa_maps (only when due, see maps_max_scans below), task/<tid>/stat (the
+ * nodes its threads last ran on, mapped
+ * through t), cgroup; then Locality. Only a vanished process is an error:
+ * returns -ESRCH when the process is gone (or its pid now belongs to another
+ * process: the start time is checked again), 0 otherwise. Any other failure
+ * keeps the process with what could be read: a status that cannot be read
+ * keeps the previous masks; a numa_maps that cannot be read (-EACCES for
+ * another user's process without CAP_SYS_PTRACE, a kernel without NUMA
+ * support where the file does not exist) leaves MemoryPerNode empty,
+ * sets maps_error and Locality 1 (nothing is known to be remote), and is
+ * logged once at debug level. Sets the NpProcessProp bits of what changed.
+ */
+int np_process_refresh(NpProcess *p, const NpTopology *t, unsigned maps_max_scans);
+
+/* maps_max_scans for np_process_refresh(): read numa_maps now whatever the
+ * rule says (before a move). Otherwise numa_maps is read by the rule of
+ * np-maps-refresh.h with LocalityRefreshScans= as max_scans. */
+#define NP_MAPS_NOW 0u
+
+/* After a move: take the mover's own numa_maps read as the fresh one (moved
+ * out of *maps, which is left empty). */
+void np_process_take_maps(NpProcess *p, NpNumaMaps *maps);
+
+/* Read only /proc/PID/cgroup (Cgroup and Unit), with the changed bits. */
+void np_process_read_cgroup(NpProcess *p);
+
+/* Set the daemon's view (state, target, last placed) and the changed bits.
+ * target may be NULL (none); it is copied. */
+void np_process_set_state(NpProcess *p, NpProcState state, const NpMask *target, uint64_t last_placed_usec);
+
+/* Set the values every scan reads and the changed bits. */
+void np_process_set_sample(NpProcess *p, const char *comm, double cpu_usage, uint64_t rss_bytes, unsigned threads);
+
+/* Set the policy's decision text and the changed bit. */
+void np_process_set_decision(NpProcess *p, const char *why);
+
+/* Is the process held by the daemon (pinned or placed)? */
+bool np_process_held(const NpProcess *p);
+
+/* MemoryBytes as published: numa_maps total when known, else RSS. */
+uint64_t np_process_memory_bytes(const NpProcess *p);

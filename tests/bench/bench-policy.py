@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""bench-policy: the placement policy (issue 8) against numad and the
+kernel's automatic NUMA balancing, in the same 4-node QEMU VM setup.
+
+Two scenarios, each run three ways, one fresh boot per way and run (4 nodes
+x 512 MB, one vCPU each, cgroup v1):
+
+  1  interleaved  two busy 320 MB processes whose memory was allocated
+                  interleaved over 0-3, then the policy set back to default
+  2  interleave   the same with the interleave policy left on the memory
+                  (the case automatic NUMA balancing never touches)
+
+  numaplaced  the daemon at default settings (Mode=enforce), started before
+              the workloads; numa_balancing=disable
+  numad       Debian's numad (20150602) at its default settings, started
+              before the workloads; numa_balancing=disable
+  kernel      no placer; numa_balancing=enable on the kernel command line
+
+"Busy" is np-workload --sweep --duty 50 --no-pin (a sweep for 50 ms of every
+100 ms; TCG counts that as more). Every 2 s the VM samples each process's
+locality (the share of its pages on its fullest node, from numa_maps),
+pgmigrate_success, numa_pte_updates and numa_hint_faults, for --duration
+seconds. Printed per scenario and way: seconds from the workload's start
+until each process first had >= 95% of its pages on one node (or never),
+its final locality, MB migrated (pgmigrate_success x 4096) against the
+minimum (the pages that were not on the node each process ended up on),
+the placer's own CPU time (utime+stime from /proc/PID/stat at the end), and
+numa_pte_updates / numa_hint_faults. With --runs N the figures are
+mmtests-style statistics (Min, Mean, TrimMean, Stddev, Max). --png draws
+locality over time for the three ways (gnuplot, Debian's gnuplot-nox).
+
+    meson test -C BUILD --benchmark policy -v
+    NP_BUILD_ROOT=BUILD python3 tests/bench/bench-policy.py [--runs 1]
+        [--duration 360] [--ways numaplaced,numad,kernel] [--scenarios 1,2]
+        [--png FILE] [--json FILE]
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.environ.get("NP_SOURCE_ROOT") or os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(SRC, "tests", "vm"))
+import npvm  # noqa: E402
+
+TOPO = npvm.Topology(4, mem_mb=512, cpus=1)
+BUSY = "--mb 320 --interleave 0-3 --no-thp --sweep --duty 50 --no-pin"
+SCENARIOS = {"1": ("interleaved, policy reset", "--reset-policy"),
+             "2": ("interleave policy left set", "")}
+WAYS = ("numaplaced", "numad", "kernel")
+
+SCRIPT = r"""
+loc() {  # loc PID: share of its pages on its fullest node, in per mille
+	awk '{ ps = 4
+	  for (i = 2; i <= NF; i++) if ($i ~ /^kernelpagesize_kB=/) { split($i, a, "="); ps = a[2] }
+	  for (i = 2; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split(substr($i, 2), a, "="); s[a[1]] += a[2] * ps; t += a[2] * ps } }
+	  END { m = 0; for (n in s) if (s[n] > m) m = s[n]; print (t ? int(1000 * m / t) : 0) }' /proc/$1/numa_maps
+}
+cpu_ticks() { awk '{ print $14 + $15 }' /proc/$1/stat 2>/dev/null; }
+WAY={way}
+case $WAY in
+numaplaced)
+	np_start_dbus || exit 1
+	np_start_numaplaced /etc/np.conf || exit 1
+	PLACER=$NP_DAEMON_PID ;;
+numad)
+	mkdir -p /var/log /var/run
+	numad > /tmp/numad.out 2>&1
+	np_wait_file /var/run/numad.pid 30
+	PLACER=$(cat /var/run/numad.pid) ;;
+kernel)
+	PLACER= ;;
+esac
+np_result balancing $(cat /proc/sys/kernel/numa_balancing)
+m0=$(np_vmstat pgmigrate_success)
+u0=$(np_vmstat numa_pte_updates)
+f0=$(np_vmstat numa_hint_faults)
+t0=$(cut -d' ' -f1 /proc/uptime)
+a=$(np_start_workload /tmp/a {busy}) || exit 1
+b=$(np_start_workload /tmp/b {busy}) || exit 1
+np_result start $t0
+np_result kb.a $(np_numa_kb $a)
+np_result kb.b $(np_numa_kb $b)
+end=$(( $(date +%s) + {duration} ))
+while [ "$(date +%s)" -lt "$end" ]; do
+	np_result s $(cut -d' ' -f1 /proc/uptime) $(loc $a) $(loc $b) \
+		$(( $(np_vmstat pgmigrate_success) - m0 )) $(( $(np_vmstat numa_pte_updates) - u0 )) \
+		$(( $(np_vmstat numa_hint_faults) - f0 ))
+	sleep 2
+done
+np_result final.a $(np_numa_kb $a)
+np_result final.b $(np_numa_kb $b)
+[ -n "$PLACER" ] && np_result placer.ticks $(cpu_ticks $PLACER)
+np_result hz $(getconf CLK_TCK 2>/dev/null || echo 100)
+kill $a $b
+case $WAY in
+numaplaced) np_stop_numaplaced ;;
+numad) np_capture numad.log grep -i -e "moved" -e "advis" /var/log/numad.log ;;
+esac
+"""
+
+
+def stats(xs):
+    """mmtests-style: min, mean, trimmed mean, sample stddev, max."""
+    xs = sorted(x for x in xs if x is not None)
+    n = len(xs)
+    if not n:
+        return None
+    mean = sum(xs) / n
+    cut = max(1, int(n * 0.1)) if n >= 5 else 0
+    trimmed = xs[cut:n - cut] if n - 2 * cut > 0 else xs
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
+    return {"n": n, "min": xs[0], "mean": mean, "trim": sum(trimmed) / len(trimmed), "sd": sd, "max": xs[-1]}
+
+
+def fmt(st, prec=1, none="never"):
+    if not st:
+        return none
+    if st["n"] == 1:
+        return f"{st['mean']:.{prec}f}"
+    return "/".join(f"{st[k]:.{prec}f}" for k in ("min", "mean", "trim", "sd", "max"))
+
+
+def run_one(args, scenario, way):
+    label, extra = SCENARIOS[scenario]
+    cmdline = list(npvm.DEFAULT_CMDLINE)
+    if way == "kernel":
+        cmdline = [c for c in cmdline if not c.startswith("numa_balancing=")] + ["numa_balancing=enable"]
+    vm = npvm.VM(f"bench-policy-{scenario}-{way}", TOPO, cgroup="v1", cmdline=cmdline)
+    vm.add_workload()
+    if way == "numaplaced":
+        vm.add_dbus()
+        vm.add_daemon()
+        vm.add_file("etc/np.conf", "[Daemon]\nMode=enforce\n")
+    if way == "numad":
+        vm.add_commands("numad")
+    script = SCRIPT.replace("{way}", way).replace("{busy}", f"{BUSY} {extra}").replace(
+        "{duration}", str(args.duration))
+    res = vm.run(script, timeout=args.duration + 240)
+    if not res.completed or res.rc != 0:
+        print(res.console.replace("\r", "")[-4000:])
+        raise SystemExit(f"bench-policy: the {way} run of scenario {scenario} did not complete")
+    t0 = float(res.get("start"))
+    samples = []
+    for line in res.all("s"):
+        f = line.split()
+        samples.append((float(f[0]) - t0, int(f[1]) / 1000.0, int(f[2]) / 1000.0, int(f[3]), int(f[4]), int(f[5])))
+    out = {"samples": samples, "balancing": res.get("balancing")}
+    for i, name in enumerate(("a", "b")):
+        placed = next((s[0] for s in samples if s[1 + i] >= 0.95), None)
+        final = res.node_kb(f"final.{name}")
+        start = res.node_kb(f"kb.{name}")
+        node = max(final, key=final.get) if final else None
+        out[name] = {"placed_s": placed, "final_locality": samples[-1][1 + i] if samples else None,
+                     "min_kb": sum(kb for n, kb in start.items() if n != node)}
+    last = samples[-1] if samples else (0, 0, 0, 0, 0, 0)
+    out["migrated_mb"] = last[3] * 4096 / 2 ** 20
+    out["min_mb"] = (out["a"]["min_kb"] + out["b"]["min_kb"]) / 1024
+    out["pte_updates"], out["hint_faults"] = last[4], last[5]
+    ticks, hz = res.int("placer.ticks"), res.int("hz") or 100
+    out["placer_cpu_s"] = ticks / hz if ticks is not None else None
+    out["numad_log"] = res.all("numad.log")
+    return out
+
+
+def plot(args, results):
+    gp = shutil.which("gnuplot")
+    if not gp:
+        print("bench-policy: gnuplot not found (Debian package gnuplot-nox); no plot")
+        return
+    tmp = tempfile.mkdtemp(prefix="bench-policy-")
+    cmds = ["set terminal png size 1200,520",
+        f"set output '{args.png}'", "set multiplot layout 1,2", "set yrange [0:1.05]",
+        "set xlabel 'seconds after the workloads started'", "set ylabel 'locality (mean of the two processes)'",
+        "set key bottom right", "set grid"]
+    for sc in args.scenarios:
+        plots = []
+        for way in args.ways:
+            runs = results.get(sc, {}).get(way) or []
+            if not runs:
+                continue
+            path = os.path.join(tmp, f"{sc}-{way}.dat")
+            with open(path, "w") as f:
+                for s in runs[0]["samples"]:
+                    f.write(f"{s[0]:.1f} {(s[1] + s[2]) / 2:.3f}\n")
+            plots.append(f"'{path}' using 1:2 with lines lw 2 title '{way}'")
+        cmds.append(f"set title 'scenario {sc}: {SCENARIOS[sc][0]}'")
+        cmds.append("plot " + ", ".join(plots))
+    cmds.append("unset multiplot")
+    r = subprocess.run([gp], input="\n".join(cmds) + "\n", capture_output=True, text=True)
+    if r.returncode:
+        print("bench-policy: gnuplot failed:", r.stderr)
+    else:
+        print(f"bench-policy: plot written to {args.png}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--duration", type=int, default=360, help="seconds each way runs after the workloads start")
+    ap.add_argument("--ways", default=",".join(WAYS))
+    ap.add_argument("--scenarios", default="1,2")
+    ap.add_argument("--png", default=os.path.join(npvm.vm_build_dir(), "bench-policy.png"))
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    args.ways = [w for w in args.ways.split(",") if w]
+    args.scenarios = [s for s in args.scenarios.split(",") if s]
+    if any(w not in WAYS for w in args.ways) or any(s not in SCENARIOS for s in args.scenarios):
+        ap.error("unknown way or scenario")
+    npvm.ensure_host_commands(npvm.QEMU, "busybox", "dbus-daemon", "busctl", "numad", "gnuplot")
+
+    results = {}
+    for sc in args.scenarios:
+        for way in args.ways:
+            for r in range(args.runs):
+                print(f"bench-policy: scenario {sc}, {way}, run {r + 1}/{args.runs}", flush=True)
+                results.setdefault(sc, {}).setdefault(way, []).append(run_one(args, sc, way))
+
+    print(f"\nbench-policy: 4 nodes x 512 MB, one vCPU each, QEMU TCG; two busy 320 MB processes; "
+          f"{args.duration} s per way; {args.runs} run(s); figures as min/mean/trimmed mean/stddev/max "
+          f"when runs > 1")
+    for sc in args.scenarios:
+        print(f"\n== Scenario {sc}: {SCENARIOS[sc][0]}")
+        hdr = (f"{'way':<11} {'placed s (a)':>14} {'placed s (b)':>14} {'locality a':>11} {'locality b':>11} "
+               f"{'MB moved':>9} {'MB min':>7} {'moved/min':>9} {'placer CPU s':>12} {'pte upd':>9} {'hint flt':>9}")
+        print(hdr)
+        for way in args.ways:
+            runs = results[sc][way]
+            col = lambda f: stats([f(x) for x in runs])  # noqa: E731
+            ratio = stats([x["migrated_mb"] / x["min_mb"] if x["min_mb"] else None for x in runs])
+            print(f"{way:<11} {fmt(col(lambda x: x['a']['placed_s']), 0):>14} "
+                  f"{fmt(col(lambda x: x['b']['placed_s']), 0):>14} "
+                  f"{fmt(col(lambda x: x['a']['final_locality']), 2):>11} "
+                  f"{fmt(col(lambda x: x['b']['final_locality']), 2):>11} "
+                  f"{fmt(col(lambda x: x['migrated_mb']), 0):>9} {fmt(col(lambda x: x['min_mb']), 0):>7} "
+                  f"{fmt(ratio, 3, 'n/a'):>9} {fmt(col(lambda x: x['placer_cpu_s']), 2, 'n/a'):>12} "
+                  f"{fmt(col(lambda x: x['pte_updates']), 0):>9} {fmt(col(lambda x: x['hint_faults']), 0):>9}")
+        for way in args.ways:
+            for x in results[sc][way]:
+                if x["numad_log"]:
+                    print(f"   numad's log ({way}): " + " | ".join(x["numad_log"][:6]))
+    if args.png:
+        plot(args, results)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Fuzz np_parse_pid_status(): /proc/PID/status (VmRSS, Threads, Uid and the
+ * allowed CPU and memory lists). */
+#include "fuzz.h"
+#include "np-sample.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        g_autofree char *buf = NULL;
+        NpPidStatus st;
+
+        fuzz_setup();
+        buf = fuzz_cstring(data, size);
+        if (np_parse_pid_status(buf, &st) == 0) {
+                if (st.cpus_allowed)
+                        (void) np_mask_weight(st.cpus_allowed);
+                if (st.mems_allowed)
+                        (void) np_mask_weight(st.mems_allowed);
+                FUZZ_ASSERT(st.vm_rss_bytes % 1024 == 0);
+                np_pid_status_clear(&st);
+                FUZZ_ASSERT(st.cpus_allowed == NULL && st.mems_allowed == NULL);
+        }
+        return 0;
+}

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The D-Bus surface under hostile and random calls (issue 10).
+
+tests/tools/np-bus-torture sends every method with wrong signatures, empty
+and huge (100 000 ids) node lists, node ids up to 2^32-1, PIDs 0, 1, 2 (a
+kernel thread), 2^31-1, 2^31 and above, the daemon's own PID, PIDs that exit
+during the call, Properties.Set on every read-only property, odd object
+paths, and 10 000 random well-formed calls, once as root and once as uid
+65534 (setpriv). It fails on any answer that is not a method return or a
+named D-Bus error (org.freedesktop.DBus.Error.* or org.numaplaced1.Error.*),
+on a timeout and on a lost connection.
+
+Here: the daemon stays up and keeps scanning; its open descriptors are
+exactly the same before and after; its RSS is the same within allocator
+noise. How the noise is allowed for: a warm-up run (the same kinds of calls,
+1 000 random ones, both users) comes first, so the allocator has reached
+its working size before the baseline is taken; the baseline and the final
+figure are both taken after two more scans; the RSS may then grow by at most
+RSS_SLACK_KB (glibc keeps freed memory in its arenas and fragmentation
+varies with the order of frees; a leak of even 20 bytes per call would be
+10 000 x 2 x 20 = 400 kB). Leaks too small for that are LeakSanitizer's job:
+run-tests.sh runs this test under ASan with leak checking at the daemon's
+exit (where the RSS is not compared: ASan's quarantine keeps freed memory),
+and test_valgrind runs the tool against a daemon under valgrind.
+
+Two daemons: one on a fixture root (the system bus policy as shipped, so
+uid 65534's calls to changing methods end at dbus-daemon) and one on this
+machine's real cpusets (a permissive bus, so the daemon's own root check
+answers uid 65534; Place() really confines the tool's own children, which
+are released again)."""
+import os
+import re
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import nptest  # noqa: E402
+from nptest import BusTestCase  # noqa: E402
+
+TORTURE = os.path.join(nptest.BUILD, "tests", "tools", "np-bus-torture")
+CPUSET = "/sys/fs/cgroup/cpuset"
+RSS_SLACK_KB = 256
+CONF = """[Daemon]
+Mode=advise
+Backend=cpuset
+ScanIntervalSec=0.5
+MaxScanIntervalSec=0.5
+[Placement]
+MinProcessMemory=1G
+"""
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS for %d" % pid)
+
+
+def fds(pid):
+    """The daemon's open descriptors, without the statm descriptors its cheap
+    tier keeps for the processes of the machine (they come and go with the
+    processes: counted separately)."""
+    out = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except FileNotFoundError:
+            continue
+        if not re.fullmatch(r"/proc/\d+/statm", target):
+            out.append(target)
+    return sorted(out)
+
+
+class Torture:
+    def run_torture(self, d, user, n, seed):
+        cmd = [TORTURE, "--daemon-pid", str(d.proc.pid), "--random", str(n), "--seed", str(seed)]
+        if user is not None:
+            cmd = ["setpriv", "--reuid=%d" % user, "--regid=%d" % user, "--clear-groups"] + cmd
+        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.bus.address)
+        r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=900)
+        print("  as %s, %d random calls:" % ("root" if user is None else "uid %d" % user, n))
+        print("    " + r.stdout.strip().replace("\n", "\n    "))
+        self.assertEqual(r.returncode, 0, "np-bus-torture failed:\n%s\n%s" % (r.stdout, r.stderr[-4000:]))
+        self.assertTrue(d.alive(), "the daemon died:\n" + d.stderr()[-4000:])
+        calls = int(r.stdout.split("calls=")[1].split()[0])
+        return calls
+
+    def settle(self, d):
+        """Two more scans, so both figures include a scan's allocations."""
+        s0 = self.bus.get("Scans")
+        deadline = time.monotonic() + 60
+        while self.bus.get("Scans") < s0 + 2:
+            self.assertLess(time.monotonic(), deadline, "the daemon stopped scanning")
+            time.sleep(0.1)
+
+    def objects(self):
+        out = self.bus.busctl("tree", "--list", nptest.MGR[0]).stdout.split()
+        return sorted(p for p in out if p.startswith("/org/numaplaced1/process/"))
+
+    def torture(self, d, real):
+        self.settle(d)
+        for user in (None, 65534):  # warm-up
+            self.run_torture(d, user, 1000, 1)
+        self.settle(d)
+        rss0, fds0, objs0 = rss_kb(d.proc.pid), fds(d.proc.pid), self.objects()
+        calls = 0
+        for user, seed in ((None, 2), (65534, 3)):
+            calls += self.run_torture(d, user, 10000, seed)
+        self.settle(d)
+        self.settle(d)
+        rss1, fds1, objs1 = rss_kb(d.proc.pid), fds(d.proc.pid), self.objects()
+        print("  %d calls; daemon RSS %d kB -> %d kB (%+d kB), %d -> %d open descriptors, %d -> %d process objects"
+              % (calls, rss0, rss1, rss1 - rss0, len(fds0), len(fds1), len(objs0), len(objs1)))
+        self.assertEqual(fds1, fds0, "open descriptors changed")
+        if os.environ.get("NP_SANITIZE", "none") == "none":
+            self.assertLessEqual(rss1 - rss0, RSS_SLACK_KB, "RSS grew by more than allocator noise")
+        else:  # ASan keeps freed memory in quarantine: LeakSanitizer checks at exit instead
+            print("  (sanitizer build %s: RSS not compared)" % os.environ["NP_SANITIZE"])
+        if real:
+            # other processes on this machine come and go: every object
+            # left must name a live process (the tool's children are gone)
+            for path in objs1:
+                pid = int(path.rsplit("/", 1)[1])
+                self.assertTrue(os.path.exists("/proc/%d" % pid), "%s left for a process that is gone" % path)
+        else:
+            self.assertEqual(objs1, objs0, "Process objects left behind")
+        self.assertEqual(self.bus.get("ManagedProcesses"), [], "the tool's children are still held")
+        self.assertFalse(self.bus.get("Paused"))
+        return calls
+
+class FixtureRoot(Torture, BusTestCase):
+    def test_fixture_root(self):
+        d = self.start(CONF, root=os.path.join(nptest.FIXTURES, "4node"))
+        self.torture(d, real=False)
+        self.assertEqual(d.stop(), 0, d.stderr()[-3000:])
+
+
+class RealCpusets(Torture, BusTestCase):
+    permissive = True  # uid 65534's calls reach the daemon's own root check
+
+    def test_real_cpusets(self):
+        if not os.access(os.path.join(CPUSET, "tasks"), os.W_OK):
+            self.fail("cgroup v1 cpuset hierarchy at %s is not writable" % CPUSET)
+        ours = os.path.join(CPUSET, "numaplaced")
+        self.assertFalse(os.path.exists(ours), "a stale %s exists before the test" % ours)
+        d = self.start(CONF)
+        self.torture(d, real=True)
+        log = d.stderr()
+        self.assertIn("Placed ", log, "no Place() succeeded on the real machine")
+        self.assertEqual(d.stop(), 0, log[-3000:])
+        self.assertFalse(os.path.exists(ours), "%s left after the stop" % ours)
+        for word in ("CRITICAL", "assertion", "AddressSanitizer"):
+            self.assertNotIn(word, d.stderr())
+
+
+if __name__ == "__main__":
+    nptest.main()

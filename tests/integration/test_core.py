@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The core's structure (issue 7), seen from the bus: PropertiesChanged only
+for what really changed, method calls that never run a scan, Place() whose
+reply comes when its move has ended, and the documented errors."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import nptest  # noqa: E402
+from nptest import BusTestCase  # noqa: E402
+
+FAST_CONF = """[Daemon]
+Mode=advise
+ScanIntervalSec=0.2
+MaxScanIntervalSec=0.2
+[Placement]
+MinProcessMemory=100M
+MinProcessCPU=0
+"""
+
+SLOW_CONF = FAST_CONF.replace("ScanIntervalSec=0.2\nMaxScanIntervalSec=0.2", "ScanIntervalSec=3600\nMaxScanIntervalSec=3600")
+
+# Manager properties an idle scan changes on a fixture root (DaemonCPUUSec
+# only as an invalidation).
+SCAN_PROPS = {"Scans", "LastScanTimestamp", "LastScanDurationUSec"}
+
+
+class Monitor:
+    """busctl monitor on the private bus, every PropertiesChanged signal."""
+
+    def __init__(self, bus):
+        self.proc = subprocess.Popen(
+            ["busctl", "--address=" + bus.address, "monitor", "--json=short", "--match",
+             "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        time.sleep(0.5)  # let it subscribe
+
+    def stop(self):
+        self.proc.terminate()
+        out = self.proc.communicate(timeout=10)[0]
+        signals = []
+        for line in out.splitlines():
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            msg = json.loads(line)
+            if msg.get("member") != "PropertiesChanged":
+                continue
+            iface, changed, invalidated = msg["payload"]["data"]
+            signals.append((msg["path"], iface, set(changed), set(invalidated)))
+        return signals
+
+
+class Core(BusTestCase):
+    def test_idle_scans_emit_only_what_changed(self):
+        self.start(FAST_CONF, root=os.path.join(nptest.FIXTURES, "4node"))
+        # the first scans publish the processes and nodes: let them pass
+        deadline = time.monotonic() + 20
+        while self.bus.get("Scans") < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        mon = Monitor(self.bus)
+        s0 = self.bus.get("Scans")
+        deadline = time.monotonic() + 30
+        while self.bus.get("Scans") < s0 + 10 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        s1 = self.bus.get("Scans")
+        signals = mon.stop()
+        self.assertGreaterEqual(s1, s0 + 10)
+        scans = s1 - s0
+        print("%d idle scans, %d PropertiesChanged signals" % (scans, len(signals)))
+        for path, iface, changed, invalidated in signals:
+            # nothing of a node or a process changed on a fixture root
+            self.assertEqual(path, "/org/numaplaced1", (path, iface, changed))
+            self.assertEqual(iface, "org.numaplaced1.Manager")
+            self.assertLessEqual(changed, SCAN_PROPS, changed)
+            self.assertLessEqual(invalidated, {"DaemonCPUUSec"}, invalidated)
+        # one signal per scan (give or take the window's edges), not one per property
+        self.assertGreaterEqual(len(signals), scans - 1)
+        self.assertLessEqual(len(signals), scans + 2)
+
+    def test_changes_are_published(self):
+        """What does change is published: a reload's Mode, Pause()."""
+        d = self.start(FAST_CONF, root=os.path.join(nptest.FIXTURES, "2node"))
+        mon = Monitor(self.bus)
+        with open(d.config, "w") as f:
+            f.write(FAST_CONF.replace("Mode=advise", "Mode=enforce"))
+        self.bus.call("Reload")
+        self.bus.call("Pause")
+        time.sleep(0.5)
+        signals = mon.stop()
+        changed = set()
+        for path, iface, c, inv in signals:
+            if path == "/org/numaplaced1":
+                changed |= c
+        self.assertIn("Mode", changed)
+        self.assertIn("Paused", changed)
+        self.assertIn("ConfigFiles", changed)
+        self.assertEqual(self.bus.get("Mode"), "enforce")
+
+    def test_method_calls_do_not_scan(self):
+        """Include/Exclude/Forget read only the process concerned: Scans counts
+        the timer's scans alone (here one, at start: the timer is an hour)."""
+        self.start(SLOW_CONF, root=os.path.join(nptest.FIXTURES, "2node"))
+        self.assertEqual(self.bus.get("Scans"), 1)
+        for method in ("Include", "Exclude", "Forget", "Include", "Forget"):
+            self.bus.call(method, "u", 812)
+        r = self.bus.call("Include", "u", 99999, check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("No process with PID 99999", r.stderr)
+        self.assertEqual(self.bus.get("Scans"), 1)
+        # Include() made it a candidate at once, without a scan
+        self.bus.call("Include", "u", 812)
+        st = self.bus.get("State", path="/org/numaplaced1/process/812", iface="org.numaplaced1.Process")
+        self.assertEqual(st, "observed")
+        self.assertEqual(self.bus.get("Scans"), 1)
+
+
+if __name__ == "__main__":
+    nptest.main()

@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The manager on fixture roots (copies in a temporary directory, so a test
+ * can break them): scans and their errors, what makes a process vanish and
+ * what does not, actions that read one process and never scan, and the
+ * change records the bus layer publishes.
+ */
+#include <errno.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "np-manager-actions.h"
+#include "np-manager.h"
+#include "np-sysroot.h"
+
+typedef struct {
+        char *root;
+        NpManager *m;
+} Fixture;
+
+static void copy_tree(const char *from, const char *to) {
+        g_autofree char *cmd = g_strdup_printf("cp -a '%s/.' '%s/'", from, to);
+        g_assert_cmpint(system(cmd), ==, 0);
+}
+
+static void remove_tree(const char *dir) {
+        g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", dir);
+        g_assert_cmpint(system(cmd), ==, 0);
+}
+
+static char *fixture_path(Fixture *f, const char *rel) {
+        return g_build_filename(f->root, rel, NULL);
+}
+
+/* A copy of the tree named by data, and a manager on it with every process
+ * above 100 MB significant (the fixtures' CPU use is always 0). */
+static void setup(Fixture *f, gconstpointer data) {
+        const char *fixtures = g_getenv("NP_FIXTURES");
+        g_autofree char *src = NULL;
+        g_autoptr(GError) e = NULL;
+        NpConfig *c = NULL;
+
+        g_assert_nonnull(fixtures);
+        src = g_build_filename(fixtures, (const char *) data, NULL);
+        f->root = g_dir_make_tmp("np-test-manager-XXXXXX", NULL);
+        g_assert_nonnull(f->root);
+        copy_tree(src, f->root);
+        np_sysroot_set(f->root);
+        g_assert_cmpint(
+                np_config_load_data("test.conf", "[Placement]\nMinProcessMemory=100M\nMinProcessCPU=0\n", &c, &e), ==,
+                0);
+        g_assert_no_error(e);
+        f->m = np_manager_new("/nonexistent/numaplaced.conf", c, &e);
+        g_assert_no_error(e);
+        g_assert_nonnull(f->m);
+}
+
+static void teardown(Fixture *f, gconstpointer data) {
+        np_manager_free(f->m);
+        np_sysroot_set(NULL);
+        remove_tree(f->root);
+        g_free(f->root);
+}
+
+/* np_manager_scan() says when the nodes cannot be sampled (it used to
+ * return 0 whatever happened, leaving main's error path dead). */
+static void test_scan_topology_gone(Fixture *f, gconstpointer data) {
+        g_autofree char *meminfo = fixture_path(f, "sys/devices/system/node/node1/meminfo");
+
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpuint(f->m->scans, ==, 1);
+        g_assert_cmpint(g_unlink(meminfo), ==, 0);
+        int r = np_manager_scan(f->m);
+        g_assert_cmpint(r, <, 0);
+        g_assert_cmpint(r, ==, -ENOENT);
+        /* the processes are still sampled, and the scan is counted */
+        g_assert_cmpuint(f->m->scans, ==, 2);
+        g_assert_nonnull(np_manager_process(f->m, 4242));
+}
+
+/* Only a vanished process is dropped: an unreadable numa_maps (here a
+ * directory: EISDIR) keeps it, with MemoryPerNode empty. It used to be
+ * dropped as "vanished" on any error. */
+static void test_unreadable_numa_maps_keeps_process(Fixture *f, gconstpointer data) {
+        g_autofree char *maps = fixture_path(f, "proc/4242/numa_maps");
+
+        g_assert_cmpint(g_unlink(maps), ==, 0);
+        g_assert_cmpint(g_mkdir(maps, 0755), ==, 0);
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+        g_assert_true(p->significant);
+        g_assert_cmpint(p->maps_error, ==, -EISDIR);
+        g_assert_cmpuint(p->maps.total_bytes, ==, 0);
+        g_assert_cmpfloat(p->locality, ==, 1.0);
+        g_assert_cmpuint(np_process_memory_bytes(p), ==, 1ull << 30); /* RSS */
+}
+
+/* A kernel without NUMA has no numa_maps at all (ENOENT, which the reader
+ * reports like a vanished process): the process stays. */
+static void test_missing_numa_maps_keeps_process(Fixture *f, gconstpointer data) {
+        g_autofree char *maps = fixture_path(f, "proc/4242/numa_maps");
+
+        g_assert_cmpint(g_unlink(maps), ==, 0);
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+        g_assert_true(p->significant);
+        g_assert_cmpint(p->maps_error, ==, -ESRCH);
+        /* ...until the process really goes */
+        g_autofree char *dir = fixture_path(f, "proc/4242");
+        remove_tree(dir);
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_null(np_manager_process(f->m, 4242));
+}
+
+/* Reading a process's details again replaces them (no leak of the previous
+ * per-node array: the sanitizer run of this suite checks). */
+static void test_refresh_replaces_details(Fixture *f, gconstpointer data) {
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+        guint n = p->maps.per_node->len;
+        g_assert_cmpuint(n, >, 0);
+        for (int i = 0; i < 3; i++)
+                g_assert_cmpint(np_process_refresh(p, f->m->topology, NP_MAPS_NOW), ==, 0);
+        g_assert_cmpuint(p->maps.per_node->len, ==, n);
+        /* read again, nothing changed: nothing to publish (LocalityTimestamp is not signalled) */
+        p->changed = 0;
+        uint64_t before = p->maps_age.read_usec;
+        g_usleep(2);
+        g_assert_cmpint(np_process_refresh(p, f->m->topology, NP_MAPS_NOW), ==, 0);
+        g_assert_cmpuint(p->changed, ==, 0);
+        g_assert_cmpuint(p->maps_age.read_usec, >, before);
+        /* not due by the refresh rule (same RSS, 1 of 12 scans): not read, nothing to publish */
+        p->changed = 0;
+        uint64_t read_at = p->maps_age.read_usec;
+        g_assert_cmpint(np_process_refresh(p, f->m->topology, 12), ==, 0);
+        g_assert_cmpuint(p->changed, ==, 0);
+        g_assert_cmpuint(p->maps_age.read_usec, ==, read_at);
+        g_assert_cmpuint(p->maps_age.scans, ==, 1);
+}
+
+/* Actions read the one process concerned and never run a scan: Scans and
+ * the CPU use of every process come from the timer's scans alone. */
+static void test_actions_do_not_scan(Fixture *f, gconstpointer data) {
+        g_autoptr(GError) e = NULL;
+
+        /* before any scan: Include() samples pid 812 alone */
+        g_assert_cmpint(np_manager_include(f->m, 812, &e), ==, 0);
+        g_assert_no_error(e);
+        g_assert_cmpuint(f->m->scans, ==, 0);
+        g_assert_cmpuint(g_hash_table_size(f->m->processes), ==, 1);
+        NpProcess *p = np_manager_process(f->m, 812);
+        g_assert_nonnull(p);
+        g_assert_true(p->significant); /* included, whatever its size */
+        g_assert_cmpstr(p->comm, ==, "sshd");
+        g_assert_true(f->m->changes.processes);
+
+        g_assert_cmpint(np_manager_exclude(f->m, 5151, &e), ==, 0);
+        g_assert_cmpint(np_manager_process(f->m, 5151)->state, ==, NP_PROC_EXCLUDED);
+        g_assert_cmpint(np_manager_forget(f->m, 5151, &e), ==, 0);
+        g_assert_cmpint(np_manager_process(f->m, 5151)->state, ==, NP_PROC_OBSERVED);
+        g_assert_cmpuint(f->m->scans, ==, 0);
+
+        /* errors name what is wrong */
+        g_assert_cmpint(np_manager_include(f->m, 2, &e), <, 0);
+        g_assert_error(e, NP_ERROR, NP_ERROR_INVALID_ARGS);
+        g_clear_error(&e);
+        g_assert_cmpint(np_manager_include(f->m, 99999, &e), ==, -ESRCH);
+        g_assert_error(e, NP_ERROR, NP_ERROR_NO_SUCH_PROCESS);
+        g_clear_error(&e);
+        g_assert_cmpint(np_manager_forget(f->m, 99999, &e), ==, -ESRCH);
+        g_assert_error(e, NP_ERROR, NP_ERROR_NO_SUCH_PROCESS);
+        g_assert_cmpuint(f->m->scans, ==, 0);
+}
+
+/* What the scans record for the bus: the first scan changes everything,
+ * an idle scan only the scan counters. */
+static void test_change_records(Fixture *f, gconstpointer data) {
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_true(f->m->changes.manager & NP_MANAGER_SCANS);
+        g_assert_cmpuint(g_hash_table_size(f->m->changes.nodes), ==, f->m->topology->nodes->len);
+
+        /* the bus took everything */
+        f->m->changes.manager = 0;
+        g_hash_table_remove_all(f->m->changes.nodes);
+        f->m->changes.processes = false;
+        GHashTableIter it;
+        gpointer v;
+        g_hash_table_iter_init(&it, f->m->processes);
+        while (g_hash_table_iter_next(&it, NULL, &v))
+                ((NpProcess *) v)->changed = 0;
+
+        uint64_t interval = f->m->scan_interval_usec;
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        /* the quiet scan stretched the adaptive interval: that changed too */
+        g_assert_cmpuint(f->m->scan_interval_usec, >, interval);
+        g_assert_cmpuint(f->m->changes.manager, ==,
+                         NP_MANAGER_SCANS | NP_MANAGER_LAST_SCAN | NP_MANAGER_DAEMON_CPU | NP_MANAGER_SCAN_INTERVAL);
+        g_assert_cmpuint(g_hash_table_size(f->m->changes.nodes), ==, 0);
+        g_assert_false(f->m->changes.processes);
+        g_hash_table_iter_init(&it, f->m->processes);
+        while (g_hash_table_iter_next(&it, NULL, &v))
+                g_assert_cmpuint(((NpProcess *) v)->changed, ==, 0);
+
+        /* a node's free memory changes: that node's MemoryFreeBytes only */
+        g_autofree char *meminfo = fixture_path(f, "sys/devices/system/node/node1/meminfo");
+        g_autofree char *text = NULL;
+        g_assert_true(g_file_get_contents(meminfo, &text, NULL, NULL));
+        g_autoptr(GRegex) re = g_regex_new("(Node 1 MemFree: +)[0-9]+", 0, 0, NULL);
+        g_autofree char *edited = g_regex_replace(re, text, -1, 0, "\\g<1>1234", 0, NULL);
+        g_assert_cmpstr(edited, !=, text);
+        g_assert_true(g_file_set_contents(meminfo, edited, -1, NULL));
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpuint(g_hash_table_size(f->m->changes.nodes), ==, 1);
+        g_assert_cmpuint(GPOINTER_TO_UINT(g_hash_table_lookup(f->m->changes.nodes, GUINT_TO_POINTER(1))), ==,
+                         NP_NODE_MEMORY_FREE);
+}
+
+/* A process that started within the last two scan intervals has its CPU
+ * use known at first sight (its CPU time over its life), so a busy new
+ * process is a candidate in the first scan that sees it; an older one waits
+ * for a measured interval. */
+static void test_young_process_cpu(Fixture *f, gconstpointer data) {
+        g_autofree char *uptime = fixture_path(f, "proc/uptime");
+        NpConfig *c = f->m->config;
+
+        c->min_process_cpu = 0.5;
+        c->min_process_memory = 0; /* every process has a record, sshd too */
+        /* bigdb (4242) started at 204.81 s: 5.19 s old, 1936.97 s of CPU */
+        g_assert_true(g_file_set_contents(uptime, "210.00 100.00\n", -1, NULL));
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+        g_assert_cmpfloat(p->cpu_usage, >, 0.5);
+        g_assert_true(p->significant);
+        /* sshd (812) started at 11.87 s: too old to guess */
+        g_assert_cmpfloat(np_manager_process(f->m, 812)->cpu_usage, ==, 0.0);
+}
+
+/* Only a process that can be significant has a record of the manager's:
+ * the small ones live in the cheap tier only, are still counted as seen,
+ * and get a record in the scan that sees them above MinProcessMemory or
+ * included. */
+static void test_records_only_for_candidates(Fixture *f, gconstpointer data) {
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_nonnull(np_manager_process(f->m, 4242)); /* bigdb: 1 GB */
+        g_assert_null(np_manager_process(f->m, 812)); /* sshd: 9 MB */
+        g_assert_nonnull(np_proc_table_lookup(f->m->proc_table, 812));
+        guint records = g_hash_table_size(f->m->processes);
+        g_assert_cmpuint(f->m->processes_seen, >, records);
+        uint64_t seen = f->m->processes_seen;
+
+        /* Include= by name: a record from the next scan on */
+        g_strfreev(f->m->config->include);
+        f->m->config->include = g_strsplit("sshd", " ", -1);
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        NpProcess *p = np_manager_process(f->m, 812);
+        g_assert_nonnull(p);
+        g_assert_true(p->significant);
+        g_assert_cmpuint(f->m->processes_seen, ==, seen); /* not new */
+
+        /* the threshold falls below every process: each has a record */
+        f->m->config->min_process_memory = 0;
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpuint(g_hash_table_size(f->m->processes), ==, seen);
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+#define ADD(path, tree, fn) g_test_add(path, Fixture, tree, setup, fn, teardown)
+        ADD("/manager/scan-topology-gone", "2node", test_scan_topology_gone);
+        ADD("/manager/unreadable-numa-maps", "2node", test_unreadable_numa_maps_keeps_process);
+        ADD("/manager/missing-numa-maps", "nonuma", test_missing_numa_maps_keeps_process);
+        ADD("/manager/refresh-replaces-details", "4node", test_refresh_replaces_details);
+        ADD("/manager/actions-do-not-scan", "2node", test_actions_do_not_scan);
+        ADD("/manager/records-only-for-candidates", "2node", test_records_only_for_candidates);
+        ADD("/manager/change-records", "2node", test_change_records);
+        ADD("/manager/young-process-cpu", "2node", test_young_process_cpu);
+#undef ADD
+        return g_test_run();
+}

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The mover (np-mover.c) on a real sd-event loop with real child processes:
+ * moves run on the worker thread while the loop keeps running, one at a
+ * time in submission order, a second move of the same pid is refused,
+ * cancelling a queued or a running (paced) move, stop, and a prepare()
+ * failure. This machine has one NUMA node, so the plans here are the no-op
+ * pair 0 -> 0 (the kernel moves nothing) and the long move is made long by
+ * MaxRate pacing of the child's memory on node 0.
+ */
+#include <errno.h>
+#include <glib.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "np-migrate-plan.h"
+#include "np-mover.h"
+
+#define CHILD_MB 16
+
+static pid_t spawn_child(void) {
+        int p[2];
+        g_assert_cmpint(pipe(p), ==, 0);
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                close(p[0]);
+                size_t len = (size_t) CHILD_MB << 20;
+                char *mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (mem == MAP_FAILED)
+                        _exit(1);
+                memset(mem, 0x5a, len);
+                if (write(p[1], "r", 1) != 1)
+                        _exit(1);
+                for (;;)
+                        pause();
+        }
+        close(p[1]);
+        char c = 0;
+        g_assert_cmpint(read(p[0], &c, 1), ==, 1);
+        close(p[0]);
+        return pid;
+}
+
+static void reap_child(pid_t pid) {
+        kill(pid, SIGKILL);
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000;
+}
+
+typedef struct {
+        sd_event *event;
+        NpMover *mover;
+        GPtrArray *order; /* pids in done() order (GINT_TO_POINTER) */
+        GArray *results; /* r of each done() */
+        int fail_prepare; /* pid whose prepare() fails */
+        unsigned prepared;
+} Fixture;
+
+static int prepare(NpMove *mv, void *userdata) {
+        Fixture *f = userdata;
+        f->prepared++;
+        if (mv->pid == f->fail_prepare)
+                return -EPERM;
+        mv->plan = g_array_new(FALSE, FALSE, sizeof(NpMovePair));
+        /* two no-op pairs: a cancel during the first one's pacing sleep
+         * skips the second (after the last pair there is nothing to skip) */
+        NpMovePair pair = { 0, 0 };
+        g_array_append_val(mv->plan, pair);
+        g_array_append_val(mv->plan, pair);
+        return 0;
+}
+
+static void done(NpMove *mv, void *userdata) {
+        Fixture *f = userdata;
+        g_ptr_array_add(f->order, GINT_TO_POINTER(mv->pid));
+        g_array_append_val(f->results, mv->r);
+        np_move_free(mv);
+}
+
+static void setup(Fixture *f, gconstpointer data) {
+        g_autoptr(GError) e = NULL;
+        g_assert_cmpint(sd_event_new(&f->event), >=, 0);
+        f->order = g_ptr_array_new();
+        f->results = g_array_new(FALSE, FALSE, sizeof(int));
+        f->mover = np_mover_new(f->event, prepare, done, f, &e);
+        g_assert_no_error(e);
+        g_assert_nonnull(f->mover);
+}
+
+static void teardown(Fixture *f, gconstpointer data) {
+        np_mover_free(f->mover);
+        sd_event_unref(f->event);
+        g_ptr_array_unref(f->order);
+        g_array_unref(f->results);
+}
+
+/* Run the loop until n moves are done or the deadline passes. */
+static void run_until(Fixture *f, guint n, uint64_t timeout_usec) {
+        uint64_t end = now_usec() + timeout_usec;
+        while (f->order->len < n && now_usec() < end)
+                g_assert_cmpint(sd_event_run(f->event, 100 * 1000), >=, 0);
+}
+
+static void test_order_and_busy(Fixture *f, gconstpointer data) {
+        pid_t a = spawn_child(), b = spawn_child();
+
+        /* a is paced to take a while: b waits behind it */
+        g_assert_cmpint(np_mover_submit(f->mover, np_move_new(a, 0, 64u << 20, NULL, NULL)), ==, 0);
+        g_assert_true(np_mover_running(f->mover, a));
+        g_assert_cmpint(np_mover_submit(f->mover, np_move_new(b, 0, 0, NULL, NULL)), ==, 0);
+        g_assert_false(np_mover_running(f->mover, b));
+        g_assert_cmpuint(np_mover_queued(f->mover), ==, 1);
+        /* a second move of a pid in flight is refused, queued or running */
+        g_autoptr(NpMove) again = np_move_new(a, 0, 0, NULL, NULL);
+        g_assert_cmpint(np_mover_submit(f->mover, again), ==, -EBUSY);
+        g_autoptr(NpMove) again_b = np_move_new(b, 0, 0, NULL, NULL);
+        g_assert_cmpint(np_mover_submit(f->mover, again_b), ==, -EBUSY);
+        g_assert_nonnull(np_mover_find(f->mover, b));
+
+        run_until(f, 2, 30 * G_USEC_PER_SEC);
+        g_assert_cmpuint(f->order->len, ==, 2);
+        g_assert_cmpint(GPOINTER_TO_INT(f->order->pdata[0]), ==, a);
+        g_assert_cmpint(GPOINTER_TO_INT(f->order->pdata[1]), ==, b);
+        g_assert_cmpint(g_array_index(f->results, int, 0), ==, 0);
+        g_assert_cmpint(g_array_index(f->results, int, 1), ==, 0);
+        g_assert_false(np_mover_busy(f->mover));
+        reap_child(a);
+        reap_child(b);
+}
+
+/* A move paced to take 16 s runs on the worker: the loop keeps
+ * dispatching (a timer fires repeatedly) and a cancel ends it quickly. */
+static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+        (*(unsigned *) userdata)++;
+        sd_event_source_set_time_relative(s, 50 * 1000);
+        return 0;
+}
+
+static void test_cancel_running(Fixture *f, gconstpointer data) {
+        pid_t a = spawn_child();
+        unsigned ticks = 0;
+        sd_event_source *tick = NULL;
+        g_assert_cmpint(sd_event_add_time_relative(f->event, &tick, CLOCK_MONOTONIC, 50 * 1000, 0, on_tick, &ticks), >=,
+                        0);
+        g_assert_cmpint(sd_event_source_set_enabled(tick, SD_EVENT_ON), >=, 0);
+
+        /* CHILD_MB MiB at 1 MiB/s */
+        g_assert_cmpint(np_mover_submit(f->mover, np_move_new(a, 0, 1u << 20, NULL, NULL)), ==, 0);
+        uint64_t t0 = now_usec();
+        while (now_usec() - t0 < 500 * 1000)
+                g_assert_cmpint(sd_event_run(f->event, 100 * 1000), >=, 0);
+        g_assert_cmpuint(f->order->len, ==, 0); /* still moving */
+        g_assert_cmpuint(ticks, >=, 3); /* and the loop ran meanwhile */
+        g_assert_true(np_mover_running(f->mover, a));
+
+        g_assert_cmpint(np_mover_cancel(f->mover, a), ==, 0);
+        run_until(f, 1, 10 * G_USEC_PER_SEC);
+        g_assert_cmpuint(f->order->len, ==, 1);
+        g_assert_cmpint(g_array_index(f->results, int, 0), ==, -ECANCELED);
+        g_test_message("cancelled after %.2f s", (double) (now_usec() - t0) / 1e6);
+        g_assert_cmpint(np_mover_cancel(f->mover, a), ==, -ENOENT);
+        sd_event_source_unref(tick);
+        reap_child(a);
+}
+
+static void test_cancel_queued_and_stop(Fixture *f, gconstpointer data) {
+        pid_t a = spawn_child(), b = spawn_child(), c = spawn_child();
+
+        g_assert_cmpint(np_mover_submit(f->mover, np_move_new(a, 0, 1u << 20, NULL, NULL)), ==, 0);
+        g_assert_cmpint(np_mover_submit(f->mover, np_move_new(b, 0, 0, NULL, NULL)), ==, 0);
+        g_assert_cmpint(np_mover_submit(f->mover, np_move_new(c, 0, 0, NULL, NULL)), ==, 0);
+        /* a queued move is cancelled at once, without prepare() */
+        g_assert_cmpint(np_mover_cancel(f->mover, b), ==, 0);
+        g_assert_cmpuint(f->order->len, ==, 1);
+        g_assert_cmpint(GPOINTER_TO_INT(f->order->pdata[0]), ==, b);
+        g_assert_cmpint(g_array_index(f->results, int, 0), ==, -ECANCELED);
+        g_assert_cmpuint(f->prepared, ==, 1);
+
+        /* stop: everything gets its done() before stop returns */
+        uint64_t t0 = now_usec();
+        np_mover_stop(f->mover);
+        g_assert_cmpuint(f->order->len, ==, 3);
+        for (guint i = 0; i < 3; i++)
+                g_assert_cmpint(g_array_index(f->results, int, i), ==, -ECANCELED);
+        g_assert_false(np_mover_busy(f->mover));
+        g_test_message("stop took %.3f s", (double) (now_usec() - t0) / 1e6);
+        /* still usable */
+        g_assert_cmpint(np_mover_submit(f->mover, np_move_new(a, 0, 0, NULL, NULL)), ==, 0);
+        run_until(f, 4, 10 * G_USEC_PER_SEC);
+        g_assert_cmpint(g_array_index(f->results, int, 3), ==, 0);
+        reap_child(a);
+        reap_child(b);
+        reap_child(c);
+}
+
+static void test_prepare_fails_and_gone(Fixture *f, gconstpointer data) {
+        pid_t a = spawn_child(), b = spawn_child();
+        f->fail_prepare = a;
+        /* prepare() fails: done() at once with its error, the next one starts */
+        g_assert_cmpint(np_mover_submit(f->mover, np_move_new(a, 0, 0, NULL, NULL)), ==, 0);
+        g_assert_cmpuint(f->order->len, ==, 1);
+        g_assert_cmpint(g_array_index(f->results, int, 0), ==, -EPERM);
+        /* a process that exits before its move: -ESRCH */
+        reap_child(b);
+        g_assert_cmpint(np_mover_submit(f->mover, np_move_new(b, 0, 0, NULL, NULL)), ==, 0);
+        run_until(f, 2, 10 * G_USEC_PER_SEC);
+        g_assert_cmpint(g_array_index(f->results, int, 1), ==, -ESRCH);
+        reap_child(a);
+}
+
+/* The mover's owner data is freed with the move. */
+static void test_data_freed(Fixture *f, gconstpointer data) {
+        pid_t a = spawn_child();
+        char *owned = g_strdup("request");
+        g_assert_cmpint(np_mover_submit(f->mover, np_move_new(a, 0, 0, owned, g_free)), ==, 0);
+        run_until(f, 1, 10 * G_USEC_PER_SEC);
+        g_assert_cmpuint(f->order->len, ==, 1);
+        reap_child(a);
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+#define ADD(path, fn) g_test_add(path, Fixture, NULL, setup, fn, teardown)
+        ADD("/mover/order-and-busy", test_order_and_busy);
+        ADD("/mover/cancel-running", test_cancel_running);
+        ADD("/mover/cancel-queued-and-stop", test_cancel_queued_and_stop);
+        ADD("/mover/prepare-fails-and-gone", test_prepare_fails_and_gone);
+        ADD("/mover/data-freed", test_data_freed);
+#undef ADD
+        return g_test_run();
+}

@@ -1,0 +1,556 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The placement policy (np-policy.c) on snapshot literals: how many nodes,
+ * which ones, the ledger, stability, and a sequence of noisy scans.
+ * Machines are two-socket: the first half of the nodes is socket 0;
+ * distances 10 local, 20 same socket, 30 other socket (as the VM tests).
+ */
+#include <glib.h>
+#include <string.h>
+
+#include "np-policy.h"
+#include "np-sample.h"
+#include "np-topology.h"
+
+#define MiB (1024ull * 1024ull)
+#define GiB (1024ull * MiB)
+
+typedef struct {
+        NpPolicyNode nodes[16];
+        GArray *dist[16];
+        guint n;
+        NpPolicyProcess procs[16];
+        GArray *per_node[16];
+        NpMask *masks[64];
+        guint n_masks;
+        guint n_procs;
+        NpPolicyParams params;
+} Machine;
+
+/* n nodes with cpus CPUs and mem bytes each, idle and empty. */
+static void machine_init(Machine *m, guint n, double cpus, uint64_t mem) {
+        memset(m, 0, sizeof *m);
+        m->n = n;
+        for (guint i = 0; i < n; i++) {
+                m->dist[i] = g_array_new(FALSE, FALSE, sizeof(NpDistance));
+                for (guint k = 0; k < n; k++) {
+                        NpDistance d = { k, i == k ? 10 : (i < n / 2) == (k < n / 2) ? 20 : 30 };
+                        g_array_append_val(m->dist[i], d);
+                }
+                m->nodes[i] = (NpPolicyNode){ .id = i,
+                                              .cpu_capacity = cpus,
+                                              .cpu_busy = 0,
+                                              .mem_total = mem,
+                                              .mem_free = mem,
+                                              .distances = m->dist[i] };
+        }
+        m->params = (NpPolicyParams){ .target_utilization = 85,
+                                      .memory_locality_target = 90,
+                                      .min_usec_between_moves = 30 * G_USEC_PER_SEC,
+                                      .keep_interleaved = false };
+}
+
+static void machine_clear(Machine *m) {
+        for (guint i = 0; i < m->n; i++)
+                g_array_unref(m->dist[i]);
+        for (guint i = 0; i < m->n_procs; i++)
+                if (m->per_node[i])
+                        g_array_unref(m->per_node[i]);
+        for (guint i = 0; i < m->n_masks; i++)
+                np_mask_free(m->masks[i]);
+}
+
+static const NpMask *mask(Machine *m, const char *list) {
+        NpMask *k = NULL;
+        g_assert_cmpint(np_mask_parse(list, &k), ==, 0);
+        g_assert_cmpuint(m->n_masks, <, G_N_ELEMENTS(m->masks));
+        m->masks[m->n_masks++] = k;
+        return k;
+}
+
+/* A process using cpu CPUs, running on `running`, with `mb[i]` MiB on node
+ * i (mb has m->n entries). Its pages count as used on those nodes. */
+static NpPolicyProcess *process(Machine *m, int pid, double cpu, const char *running, const unsigned *mb) {
+        guint i = m->n_procs++;
+        NpPolicyProcess *p = &m->procs[i];
+        m->per_node[i] = g_array_new(FALSE, FALSE, sizeof(NpNodeBytes));
+        uint64_t total = 0;
+        for (guint n = 0; n < m->n; n++) {
+                if (!mb[n])
+                        continue;
+                NpNodeBytes nb = { n, (uint64_t) mb[n] * MiB };
+                g_array_append_val(m->per_node[i], nb);
+                total += nb.bytes;
+                m->nodes[n].mem_free -= nb.bytes;
+        }
+        *p = (NpPolicyProcess){ .pid = pid,
+                                .cpu = cpu,
+                                .threads = cpu > 1.0 ? (unsigned) cpu + 1 : 1,
+                                .mem = total,
+                                .per_node = m->per_node[i],
+                                .running = mask(m, running),
+                                .since_move_usec = UINT64_MAX };
+        /* its CPU use counts on the nodes it runs on */
+        guint k = np_mask_weight(p->running);
+        NP_MASK_FOREACH (n, p->running)
+                m->nodes[n].cpu_busy += cpu / k;
+        return p;
+}
+
+static GPtrArray *decide(Machine *m) {
+        return np_policy_decide(m->nodes, m->n, m->procs, m->n_procs, &m->params);
+}
+
+static const NpDecision *dec(GPtrArray *d, guint i) {
+        return d->pdata[i];
+}
+
+static void assert_move(GPtrArray *d, guint i, const char *nodes) {
+        const NpDecision *x = dec(d, i);
+        g_autofree char *s = x->nodes ? np_mask_format(x->nodes) : g_strdup("(none)");
+        if (x->kind != NP_DECISION_MOVE || g_strcmp0(s, nodes) != 0)
+                g_error("process %d: want a move to %s, got kind %d to %s: %s", x->pid, nodes, x->kind, s, x->why);
+}
+
+static void assert_keep(GPtrArray *d, guint i, const char *why_part) {
+        const NpDecision *x = dec(d, i);
+        if (x->kind != NP_DECISION_KEEP || !strstr(x->why, why_part))
+                g_error("process %d: want keep (%s), got kind %d: %s", x->pid, why_part, x->kind, x->why);
+}
+
+/* ---- how many nodes, which ones ---------------------------------------- */
+
+static void test_one_node_where_memory_is(void) {
+        Machine m;
+        machine_init(&m, 4, 4, 4 * GiB);
+        /* 1 GiB, mostly on node 2, running on node 0 */
+        process(&m, 100, 1.0, "0", (unsigned[]){ 100, 100, 700, 124 });
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_move(d, 0, "2");
+        g_assert_nonnull(strstr(dec(d, 0)->why, "324 MiB to move"));
+        machine_clear(&m);
+}
+
+static void test_node_count_by_demand(void) {
+        Machine m;
+        machine_init(&m, 4, 4, 4 * GiB);
+        /* 5 GiB does not fit one node (3.4 GiB at 85%): two, neighbours */
+        process(&m, 100, 1.0, "0", (unsigned[]){ 1280, 1280, 1280, 1280 });
+        /* 6 CPUs do not fit one node (3.4 CPUs at 85%) */
+        process(&m, 200, 6.0, "2", (unsigned[]){ 64, 64, 0, 0 });
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_move(d, 0, "0-1");
+        g_assert_cmpuint(np_mask_weight(dec(d, 1)->nodes), ==, 2);
+        machine_clear(&m);
+}
+
+static void test_near_neighbours(void) {
+        Machine m;
+        machine_init(&m, 8, 2, 2 * GiB);
+        /* 3 GiB, interleaved over 8 nodes: needs 2 nodes (1.7 GiB each at
+         * 85%); they must be on one socket */
+        unsigned mb[8];
+        for (int i = 0; i < 8; i++)
+                mb[i] = 384;
+        process(&m, 100, 1.0, "5", mb);
+        g_autoptr(GPtrArray) d = decide(&m);
+        const NpDecision *x = dec(d, 0);
+        g_assert_cmpint(x->kind, ==, NP_DECISION_MOVE);
+        g_assert_cmpuint(np_mask_weight(x->nodes), ==, 2);
+        int a = np_mask_first(x->nodes), b = np_mask_next(x->nodes, a);
+        g_assert_cmpint(a < 4, ==, b < 4);
+        machine_clear(&m);
+}
+
+/* The seed's 8-node machine: a process on 0-7 whose memory is mostly on
+ * 3 and 4 goes there (fewest bytes to move), even across sockets. */
+static void test_seed_machine_prefers_memory(void) {
+        Machine m;
+        machine_init(&m, 8, 1, 512 * MiB);
+        process(&m, 100, 1.5, "0,6", (unsigned[]){ 10, 10, 10, 300, 300, 10, 10, 10 });
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_move(d, 0, "3-4");
+        machine_clear(&m);
+}
+
+static void test_two_big_processes_split(void) {
+        Machine m;
+        machine_init(&m, 4, 1, 512 * MiB);
+        /* two busy 320 MB processes, interleaved over 4 nodes (80 MB each) */
+        process(&m, 100, 0.9, "1", (unsigned[]){ 80, 80, 80, 80 });
+        process(&m, 200, 0.9, "1", (unsigned[]){ 80, 80, 80, 80 });
+        /* node 0 holds the kernel: less free */
+        m.nodes[0].mem_free -= 64 * MiB;
+        g_autoptr(GPtrArray) d = decide(&m);
+        const NpDecision *a = dec(d, 0), *b = dec(d, 1);
+        g_assert_cmpint(a->kind, ==, NP_DECISION_MOVE);
+        g_assert_cmpint(b->kind, ==, NP_DECISION_MOVE);
+        g_assert_cmpuint(np_mask_weight(a->nodes), ==, 1);
+        g_assert_cmpuint(np_mask_weight(b->nodes), ==, 1);
+        g_assert_false(np_mask_equal(a->nodes, b->nodes));
+        g_assert_false(np_mask_test(a->nodes, 0) || np_mask_test(b->nodes, 0)); /* the fuller node last */
+        machine_clear(&m);
+}
+
+static void test_three_processes_each_own_node(void) {
+        Machine m;
+        machine_init(&m, 4, 1, 512 * MiB);
+        for (int i = 0; i < 3; i++)
+                process(&m, 100 + i, 0.9, "1", (unsigned[]){ 75, 75, 75, 75 });
+        g_autoptr(GPtrArray) d = decide(&m);
+        NpMask *used = np_mask_new();
+        for (int i = 0; i < 3; i++) {
+                g_assert_cmpint(dec(d, i)->kind, ==, NP_DECISION_MOVE);
+                g_assert_cmpuint(np_mask_weight(dec(d, i)->nodes), ==, 1);
+                g_assert_false(np_mask_intersects(used, dec(d, i)->nodes));
+                np_mask_or(used, dec(d, i)->nodes);
+        }
+        np_mask_free(used);
+        machine_clear(&m);
+}
+
+/* A process seen for the first time has its CPU use estimated over its life
+ * (its start, touching its memory at full speed, included): it is decided
+ * once that is measured, at the next scan. */
+static void test_estimated_cpu_waits(void) {
+        Machine m;
+        machine_init(&m, 4, 1, 512 * MiB);
+        for (guint n = 0; n < 4; n++)
+                m.nodes[n].cpu_busy = 0.5; /* other load everywhere */
+        NpPolicyProcess *p = process(&m, 100, 0.9, "1", (unsigned[]){ 75, 75, 75, 75 });
+        p->cpu_estimated = true;
+        NpPolicyProcess *q = process(&m, 101, 0.3, "2", (unsigned[]){ 75, 75, 75, 75 });
+        q->cpu_estimated = true;
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_keep(d, 0, "its CPU use is not measured over two scans yet (0.9 CPUs");
+        assert_keep(d, 1, "decided once it is");
+
+        /* measured, the same figures are decided on */
+        p->cpu_estimated = false;
+        q->cpu_estimated = false;
+        g_autoptr(GPtrArray) d2 = decide(&m);
+        g_assert_null(strstr(dec(d2, 0)->why, "not measured"));
+        g_assert_cmpint(dec(d2, 1)->kind, ==, NP_DECISION_MOVE);
+        machine_clear(&m);
+}
+
+/* The daemon's own CPU use (its moves) is not load to place around: the
+ * same busy nodes hold a process on one node once it is taken out. */
+static void test_own_cpu_not_load(void) {
+        Machine m;
+        machine_init(&m, 4, 1, 512 * MiB);
+        for (guint n = 0; n < 4; n++)
+                m.nodes[n].cpu_busy = 0.4;
+        process(&m, 100, 0.6, "1", (unsigned[]){ 75, 75, 75, 75 });
+        g_autoptr(GPtrArray) d = decide(&m);
+        g_assert_cmpint(dec(d, 0)->kind, ==, NP_DECISION_MOVE);
+        g_assert_cmpuint(np_mask_weight(dec(d, 0)->nodes), >, 1);
+        m.params.own_cpu = 1.6; /* all of that load was the daemon's */
+        g_autoptr(GPtrArray) d2 = decide(&m);
+        g_assert_cmpint(dec(d2, 0)->kind, ==, NP_DECISION_MOVE);
+        g_assert_cmpuint(np_mask_weight(dec(d2, 0)->nodes), ==, 1);
+        machine_clear(&m);
+}
+
+static void test_reserved_cpus_and_cpuless_nodes(void) {
+        Machine m;
+        machine_init(&m, 3, 2, 2 * GiB);
+        /* node 0: every CPU reserved; node 2: memory only */
+        m.nodes[0].cpu_capacity = 0;
+        m.nodes[2].cpu_capacity = 0;
+        process(&m, 100, 1.0, "0", (unsigned[]){ 900, 0, 0 });
+        /* a process using no CPU at all may go to a memory-only node */
+        g_autoptr(GPtrArray) d = decide(&m);
+        /* it needs a CPU: node 1 (or 1 with memory from 0) */
+        g_assert_cmpint(dec(d, 0)->kind, ==, NP_DECISION_MOVE);
+        g_assert_true(np_mask_test(dec(d, 0)->nodes, 1));
+        machine_clear(&m);
+
+        /* a node without memory is never a target */
+        machine_init(&m, 2, 4, 2 * GiB);
+        m.nodes[1].mem_total = 0;
+        m.nodes[1].mem_free = 0;
+        process(&m, 100, 1.0, "1", (unsigned[]){ 512, 0 });
+        g_autoptr(GPtrArray) d2 = decide(&m);
+        if (dec(d2, 0)->kind == NP_DECISION_MOVE)
+                g_assert_false(np_mask_test(dec(d2, 0)->nodes, 1));
+        machine_clear(&m);
+}
+
+static void test_nothing_fits(void) {
+        Machine m;
+        machine_init(&m, 2, 2, 1 * GiB);
+        /* others fill both nodes */
+        m.nodes[0].mem_free = 100 * MiB;
+        m.nodes[1].mem_free = 100 * MiB;
+        process(&m, 100, 1.0, "0", (unsigned[]){ 0, 400 });
+        m.nodes[1].mem_free += 400 * MiB; /* it counts itself: 500 free on 1, 100 on 0 */
+        m.nodes[0].mem_free = 20 * MiB;
+        m.nodes[1].mem_free = 20 * MiB;
+        g_autoptr(GPtrArray) d = decide(&m);
+        g_assert_cmpint(dec(d, 0)->kind, ==, NP_DECISION_NOFIT);
+        g_assert_nonnull(strstr(dec(d, 0)->why, "left where it is"));
+        machine_clear(&m);
+}
+
+static void test_do_no_harm(void) {
+        Machine m;
+        machine_init(&m, 4, 1, 2 * GiB);
+        /* four busy threads, each on its node, memory interleaved: needs
+         * every node's CPU: not confined */
+        process(&m, 100, 3.6, "0-3", (unsigned[]){ 100, 100, 100, 100 });
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_keep(d, 0, "on the nodes it runs on");
+        machine_clear(&m);
+
+        /* the same threads, but their memory on one node: still every node */
+        machine_init(&m, 4, 1, 2 * GiB);
+        process(&m, 100, 3.6, "0", (unsigned[]){ 400, 0, 0, 0 });
+        m.procs[0].running = mask(&m, "0");
+        g_autoptr(GPtrArray) d2 = decide(&m);
+        assert_keep(d2, 0, "need every node");
+        machine_clear(&m);
+}
+
+/* ---- stability ----------------------------------------------------------- */
+
+static void test_locality_good(void) {
+        Machine m;
+        machine_init(&m, 4, 4, 4 * GiB);
+        process(&m, 100, 1.0, "1", (unsigned[]){ 10, 950, 20, 20 });
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_keep(d, 0, "95% of its memory");
+        machine_clear(&m);
+}
+
+static void test_min_interval_and_holds(void) {
+        Machine m;
+        machine_init(&m, 4, 4, 4 * GiB);
+        NpPolicyProcess *p = process(&m, 100, 1.0, "0", (unsigned[]){ 0, 0, 500, 500 });
+        p->since_move_usec = 10 * G_USEC_PER_SEC;
+        NpPolicyProcess *q = process(&m, 200, 1.0, "0", (unsigned[]){ 0, 500, 0, 0 });
+        q->hold = NP_HOLD_PINNED;
+        q->current = mask(&m, "0");
+        NpPolicyProcess *r = process(&m, 300, 1.0, "0", (unsigned[]){ 0, 500, 0, 0 });
+        r->hold = NP_HOLD_FOREIGN;
+        NpPolicyProcess *s = process(&m, 400, 1.0, "0", (unsigned[]){ 0, 500, 0, 0 });
+        s->hold = NP_HOLD_MOVING;
+        s->current = mask(&m, "1");
+        NpPolicyProcess *t = process(&m, 500, 1.0, "0", (unsigned[]){ 0, 500, 0, 0 });
+        t->interleaved = t->mem;
+        m.params.keep_interleaved = true;
+        NpPolicyProcess *u = process(&m, 600, 1.0, "0", (unsigned[]){ 0, 500, 0, 0 });
+        u->per_node = NULL;
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_keep(d, 0, "MinSecondsBetweenMoves");
+        assert_keep(d, 1, "pinned");
+        assert_keep(d, 2, "narrowed by someone else");
+        assert_keep(d, 3, "moving to 1");
+        assert_keep(d, 4, "KeepInterleaved=yes");
+        assert_keep(d, 5, "unknown");
+        machine_clear(&m);
+}
+
+/* A placed process stays while its nodes hold it; when another process
+ * crowds them it grows onto a neighbour (no page moves) rather than
+ * moving away. */
+static void test_placed_stays_then_grows(void) {
+        Machine m;
+        machine_init(&m, 4, 2, 1 * GiB);
+        NpPolicyProcess *p = process(&m, 100, 1.0, "1", (unsigned[]){ 0, 600, 0, 0 });
+        p->hold = NP_HOLD_PLACED;
+        p->current = mask(&m, "1");
+        p->since_move_usec = 600 * G_USEC_PER_SEC;
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_keep(d, 0, "which has room");
+        machine_clear(&m);
+
+        /* placed, but part of its memory was left behind: the rest follows */
+        machine_init(&m, 4, 2, 1 * GiB);
+        p = process(&m, 100, 1.0, "1", (unsigned[]){ 200, 400, 0, 0 });
+        p->hold = NP_HOLD_PLACED;
+        p->current = mask(&m, "1");
+        p->since_move_usec = 600 * G_USEC_PER_SEC;
+        g_autoptr(GPtrArray) d1 = decide(&m);
+        assert_move(d1, 0, "1");
+        g_assert_nonnull(strstr(dec(d1, 0)->why, "moving the rest"));
+        machine_clear(&m);
+
+        machine_init(&m, 4, 2, 1 * GiB);
+        p = process(&m, 100, 1.0, "1", (unsigned[]){ 0, 700, 0, 0 });
+        p->hold = NP_HOLD_PLACED;
+        p->current = mask(&m, "1");
+        p->since_move_usec = 600 * G_USEC_PER_SEC;
+        m.nodes[1].mem_free -= 300 * MiB; /* someone else grew there */
+        g_autoptr(GPtrArray) d2 = decide(&m);
+        assert_move(d2, 0, "0-1");
+        g_assert_cmpint(((NpPolicyProcess *) &m.procs[0])->pid, ==, 100);
+        machine_clear(&m);
+}
+
+/* Apply the decisions as the daemon would, one scan later. */
+static void apply(Machine *m, GPtrArray *d, guint *moves) {
+        for (guint i = 0; i < m->n_procs; i++) {
+                NpPolicyProcess *p = &m->procs[i];
+                const NpDecision *x = dec(d, i);
+                p->since_move_usec =
+                        p->since_move_usec == UINT64_MAX ? UINT64_MAX : p->since_move_usec + 5 * G_USEC_PER_SEC;
+                if (x->kind != NP_DECISION_MOVE)
+                        continue;
+                (*moves)++;
+                /* move its pages and CPU use to the target, evenly */
+                uint64_t total = p->mem;
+                guint k = np_mask_weight(x->nodes);
+                for (guint j = 0; j < m->per_node[i]->len; j++) {
+                        NpNodeBytes *nb = &g_array_index(m->per_node[i], NpNodeBytes, j);
+                        m->nodes[nb->node].mem_free += nb->bytes;
+                }
+                g_array_set_size(m->per_node[i], 0);
+                NP_MASK_FOREACH (n, x->nodes) {
+                        NpNodeBytes nb = { (unsigned) n, total / k };
+                        g_array_append_val(m->per_node[i], nb);
+                        m->nodes[n].mem_free -= nb.bytes;
+                }
+                NP_MASK_FOREACH (n, p->running)
+                        m->nodes[n].cpu_busy -= p->cpu / np_mask_weight(p->running);
+                NpMask *target = np_mask_copy(x->nodes);
+                m->masks[m->n_masks++] = target;
+                p->left = p->current ? p->current : p->running;
+                p->current = target;
+                p->running = target;
+                NP_MASK_FOREACH (n, p->running)
+                        m->nodes[n].cpu_busy += p->cpu / np_mask_weight(p->running);
+                p->hold = NP_HOLD_PLACED;
+                p->since_move_usec = 0;
+        }
+}
+
+/* 60 scans with +-15% noise on CPU use and free memory: the processes are
+ * placed in the first scan and never move again. */
+static void test_no_ping_pong_with_noise(void) {
+        Machine m;
+        machine_init(&m, 4, 1, 512 * MiB);
+        process(&m, 100, 0.9, "1", (unsigned[]){ 80, 80, 80, 80 });
+        process(&m, 200, 0.9, "2", (unsigned[]){ 80, 80, 80, 80 });
+        process(&m, 300, 0.5, "3", (unsigned[]){ 50, 50, 50, 50 });
+        GRand *rng = g_rand_new_with_seed(42);
+        guint moves = 0, first = 0;
+        for (int scan = 0; scan < 60; scan++) {
+                Machine noisy = m;
+                for (guint n = 0; n < m.n; n++) {
+                        noisy.nodes[n].cpu_busy = MAX(0.0, m.nodes[n].cpu_busy * g_rand_double_range(rng, 0.85, 1.15));
+                        double f = (double) m.nodes[n].mem_free * g_rand_double_range(rng, 0.85, 1.15);
+                        noisy.nodes[n].mem_free = (uint64_t) MIN(f, (double) m.nodes[n].mem_total);
+                }
+                for (guint i = 0; i < m.n_procs; i++)
+                        noisy.procs[i].cpu = m.procs[i].cpu * g_rand_double_range(rng, 0.85, 1.15);
+                g_autoptr(GPtrArray) d = np_policy_decide(noisy.nodes, noisy.n, noisy.procs, noisy.n_procs, &m.params);
+                for (guint i = 0; i < d->len; i++)
+                        if (dec(d, i)->kind == NP_DECISION_MOVE)
+                                g_test_message("scan %d: %d %s", scan, dec(d, i)->pid, dec(d, i)->why);
+                apply(&m, d, &moves);
+                if (scan == 0)
+                        first = moves;
+        }
+        g_rand_free(rng);
+        g_assert_cmpuint(first, ==, 3);
+        g_assert_cmpuint(moves, ==, first);
+        machine_clear(&m);
+}
+
+static void test_no_move_back(void) {
+        Machine m;
+        machine_init(&m, 2, 2, 1 * GiB);
+        /* it just left node 0 for node 1, node 1 got crowded a little: it
+         * would fit node 0 only by less than the hysteresis margin */
+        NpPolicyProcess *p = process(&m, 100, 0.5, "1", (unsigned[]){ 0, 700 });
+        p->hold = NP_HOLD_PLACED;
+        p->current = mask(&m, "1");
+        p->left = mask(&m, "0");
+        p->since_move_usec = 600 * G_USEC_PER_SEC;
+        m.nodes[1].mem_free = 30 * MiB;
+        m.nodes[0].mem_free = 160 * MiB + 700 * MiB - 40 * MiB; /* 0.85 GiB: just about fits */
+        g_autoptr(GPtrArray) d = decide(&m);
+        g_assert_cmpint(dec(d, 0)->kind, !=, NP_DECISION_MOVE);
+        machine_clear(&m);
+}
+
+/* Moves run one after the other and need their pages free on the target
+ * when they run: the first goes where there is room now, the next where
+ * the first freed some. */
+static void test_moves_need_free_memory_now(void) {
+        Machine m;
+        machine_init(&m, 4, 1, 512 * MiB);
+        for (int i = 0; i < 3; i++)
+                process(&m, 100 + i, 0.6, "0", (unsigned[]){ 75, 75, 75, 75 });
+        for (guint n = 0; n < 4; n++)
+                m.nodes[n].mem_free -= (n == 1 ? 20 : 60) * MiB; /* the kernel, others */
+        g_autoptr(GPtrArray) d = decide(&m);
+        for (int i = 0; i < 3; i++)
+                g_assert_cmpint(dec(d, i)->kind, ==, NP_DECISION_MOVE);
+        /* the first in the queue (biggest first; equal sizes: lowest pid)
+         * goes to the node with room now */
+        g_autofree char *first = np_mask_format(dec(d, 0)->nodes);
+        g_assert_cmpstr(first, ==, "1");
+        machine_clear(&m);
+
+        /* no node has the room now: they wait (and say so), nothing fails */
+        machine_init(&m, 4, 1, 512 * MiB);
+        for (int i = 0; i < 3; i++)
+                process(&m, 100 + i, 0.6, "0", (unsigned[]){ 75, 75, 75, 75 });
+        for (guint n = 0; n < 4; n++)
+                m.nodes[n].mem_free -= 60 * MiB;
+        g_autoptr(GPtrArray) d2 = decide(&m);
+        for (int i = 0; i < 3; i++)
+                assert_keep(d2, i, "has not the free memory");
+        machine_clear(&m);
+}
+
+/* ---- advice --------------------------------------------------------------- */
+
+static void test_advise(void) {
+        Machine m;
+        machine_init(&m, 8, 2, 2 * GiB);
+        m.nodes[0].mem_free = 200 * MiB;
+        m.nodes[4].cpu_busy = 2.0;
+        bool fits = false;
+        g_autoptr(NpMask) a = np_policy_advise(m.nodes, m.n, NULL, 0, &m.params, 1.0, 1 * GiB, &fits);
+        g_assert_true(fits);
+        g_assert_cmpuint(np_mask_weight(a), ==, 1);
+        g_assert_false(np_mask_test(a, 0) || np_mask_test(a, 4));
+        /* 3 GiB: two neighbours */
+        g_autoptr(NpMask) b = np_policy_advise(m.nodes, m.n, NULL, 0, &m.params, 1.0, 3 * GiB, &fits);
+        g_assert_true(fits);
+        g_assert_cmpuint(np_mask_weight(b), ==, 2);
+        int x = np_mask_first(b), y = np_mask_next(b, x);
+        g_assert_cmpint(x < 4, ==, y < 4);
+        /* more than the machine: the best it has, every node at most */
+        g_autoptr(NpMask) c = np_policy_advise(m.nodes, m.n, NULL, 0, &m.params, 64.0, 64 * GiB, &fits);
+        g_assert_false(fits);
+        g_assert_nonnull(c);
+        g_assert_cmpuint(np_mask_weight(c), ==, 8);
+        machine_clear(&m);
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/policy/one-node-where-memory-is", test_one_node_where_memory_is);
+        g_test_add_func("/policy/node-count-by-demand", test_node_count_by_demand);
+        g_test_add_func("/policy/near-neighbours", test_near_neighbours);
+        g_test_add_func("/policy/seed-machine-prefers-memory", test_seed_machine_prefers_memory);
+        g_test_add_func("/policy/two-big-processes-split", test_two_big_processes_split);
+        g_test_add_func("/policy/three-processes-each-own-node", test_three_processes_each_own_node);
+        g_test_add_func("/policy/estimated-cpu-waits", test_estimated_cpu_waits);
+        g_test_add_func("/policy/own-cpu-not-load", test_own_cpu_not_load);
+        g_test_add_func("/policy/reserved-cpus-cpuless-nodes", test_reserved_cpus_and_cpuless_nodes);
+        g_test_add_func("/policy/nothing-fits", test_nothing_fits);
+        g_test_add_func("/policy/do-no-harm", test_do_no_harm);
+        g_test_add_func("/policy/locality-good", test_locality_good);
+        g_test_add_func("/policy/min-interval-and-holds", test_min_interval_and_holds);
+        g_test_add_func("/policy/placed-stays-then-grows", test_placed_stays_then_grows);
+        g_test_add_func("/policy/no-ping-pong-with-noise", test_no_ping_pong_with_noise);
+        g_test_add_func("/policy/no-move-back", test_no_move_back);
+        g_test_add_func("/policy/moves-need-free-memory-now", test_moves_need_free_memory_now);
+        g_test_add_func("/policy/advise", test_advise);
+        return g_test_run();
+}

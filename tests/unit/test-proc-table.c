@@ -1,0 +1,553 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Unit tests for np-proc-table, the cheap tier of process sampling: statm
+ * parsing, the fixture trees (no statm there: stat every scan), real child
+ * processes read through kept descriptors, a kept descriptor of a process
+ * that exited and whose PID a new process got (clone3 with set_tid), the
+ * fallback past the descriptor cap and the promotion when room frees up.
+ *
+ * Real processes are watched through a "farm": a temporary root whose proc/
+ * holds symlinks /proc/<pid> for the test's own children only, so the table
+ * sees exactly them. Needs root (clone3 set_tid). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "np-proc-table.h"
+#include "np-sysroot.h"
+
+#define MIB (UINT64_C(1) << 20)
+#define GIB (UINT64_C(1) << 30)
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static void use_tree(const char *tree) {
+        const char *f = g_getenv("NP_FIXTURES");
+        g_assert_nonnull(f);
+        g_autofree char *root = g_build_filename(f, tree, NULL);
+        np_sysroot_set(root);
+}
+
+/* The child runs this binary again (so that under valgrind it is a plain
+ * process of its own size, not a copy of the instrumented parent), touches
+ * `mb` MiB, says so on `wfd` and waits for SIGKILL; it dies with the test. */
+static char *self_exe;
+
+static void child_body(int wfd, unsigned mb) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+                dup2(null, STDOUT_FILENO);
+                dup2(null, STDERR_FILENO);
+        }
+        char fd_arg[16], mb_arg[16];
+        snprintf(fd_arg, sizeof fd_arg, "%d", wfd);
+        snprintf(mb_arg, sizeof mb_arg, "%u", mb);
+        execl(self_exe, "test-proc-table", "--child", fd_arg, mb_arg, (char *) NULL);
+        _exit(127);
+}
+
+static int child_main(int wfd, unsigned mb) {
+        if (mb) {
+                size_t sz = (size_t) mb << 20;
+                char *m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (m == MAP_FAILED)
+                        return 1;
+                for (size_t i = 0; i < sz; i += 4096)
+                        m[i] = 1;
+        }
+        char c = 'r';
+        if (write(wfd, &c, 1) != 1)
+                return 1;
+        for (;;)
+                pause();
+}
+
+/* fork() with the next PID asked for through ns_last_pid (root in the
+ * initial PID namespace): how the PID is chosen where clone3(2) is not
+ * available, as under valgrind. Another process may take the PID first, so
+ * it is tried a few times. */
+static pid_t fork_at(int p[2], unsigned mb, pid_t pid_wanted) {
+        for (int attempt = 0; attempt < 20; attempt++) {
+                FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "w");
+                g_assert_nonnull(f);
+                fprintf(f, "%d", pid_wanted - 1);
+                g_assert_cmpint(fclose(f), ==, 0);
+                pid_t r = fork();
+                g_assert_cmpint(r, >=, 0);
+                if (r == 0) {
+                        close(p[0]);
+                        child_body(p[1], mb);
+                }
+                if (r == pid_wanted)
+                        return r;
+                kill(r, SIGKILL);
+                waitpid(r, NULL, 0);
+        }
+        g_assert_not_reached();
+}
+
+/* A child that touches `mb` MiB and waits for SIGKILL. pid_wanted 0: any
+ * pid; otherwise exactly that pid (clone3 set_tid, or ns_last_pid). */
+static pid_t spawn_child(unsigned mb, pid_t pid_wanted) {
+        int p[2];
+        g_assert_cmpint(pipe(p), ==, 0);
+        struct clone_args a;
+        memset(&a, 0, sizeof a);
+        a.exit_signal = SIGCHLD;
+        pid_t tid = pid_wanted;
+        if (pid_wanted) {
+                a.set_tid = (uint64_t) (uintptr_t) &tid;
+                a.set_tid_size = 1;
+        }
+        long r = syscall(SYS_clone3, &a, sizeof a);
+        if (r < 0 && errno == ENOSYS)
+                r = pid_wanted ? fork_at(p, mb, pid_wanted) : fork();
+        if (r == 0) {
+                close(p[0]);
+                child_body(p[1], mb);
+        }
+        g_assert_cmpint(r, >, 0);
+        close(p[1]);
+        char c;
+        g_assert_cmpint(read(p[0], &c, 1), ==, 1); /* ready: memory touched */
+        close(p[0]);
+        return (pid_t) r;
+}
+
+static void kill_child(pid_t pid, bool reap) {
+        g_assert_cmpint(kill(pid, SIGKILL), ==, 0);
+        if (reap)
+                g_assert_cmpint(waitpid(pid, NULL, 0), ==, pid);
+        else {
+                /* wait until it is a zombie */
+                for (int i = 0; i < 500; i++) {
+                        g_autofree char *s = NULL;
+                        g_autofree char *path = g_strdup_printf("/proc/%d/stat", pid);
+                        if (g_file_get_contents(path, &s, NULL, NULL) && strstr(s, ") Z "))
+                                return;
+                        g_usleep(2000);
+                }
+                g_assert_not_reached();
+        }
+}
+
+typedef struct {
+        char *dir; /* the root; dir/proc holds the symlinks */
+} Farm;
+
+static Farm *farm_new(void) {
+        Farm *f = g_new0(Farm, 1);
+        f->dir = g_dir_make_tmp("np-proc-table-XXXXXX", NULL);
+        g_assert_nonnull(f->dir);
+        g_autofree char *proc = g_build_filename(f->dir, "proc", NULL);
+        g_assert_cmpint(g_mkdir(proc, 0755), ==, 0);
+        np_sysroot_set(f->dir);
+        return f;
+}
+
+static void farm_add(Farm *f, pid_t pid) {
+        g_autofree char *link = g_strdup_printf("%s/proc/%d", f->dir, pid);
+        g_autofree char *target = g_strdup_printf("/proc/%d", pid);
+        g_assert_cmpint(symlink(target, link), ==, 0);
+}
+
+static void farm_remove(Farm *f, pid_t pid) {
+        g_autofree char *link = g_strdup_printf("%s/proc/%d", f->dir, pid);
+        g_assert_cmpint(g_unlink(link), ==, 0);
+}
+
+static void farm_free(Farm *f) {
+        g_autoptr(GDir) d = NULL;
+        g_autofree char *proc = g_build_filename(f->dir, "proc", NULL);
+        d = g_dir_open(proc, 0, NULL);
+        const char *n;
+        while (d && (n = g_dir_read_name(d))) {
+                g_autofree char *p = g_build_filename(proc, n, NULL);
+                g_unlink(p);
+        }
+        g_rmdir(proc);
+        g_rmdir(f->dir);
+        g_free(f->dir);
+        g_free(f);
+        np_sysroot_set(NULL);
+}
+
+static const NpProcEntry *find(const NpProcTable *t, int pid) {
+        const GPtrArray *a = np_proc_table_entries(t);
+        for (guint i = 0; i < a->len; i++) {
+                const NpProcEntry *e = a->pdata[i];
+                if (e->pid == pid)
+                        return e;
+        }
+        return NULL;
+}
+
+static uint64_t starttime_of(pid_t pid) {
+        NpPidStat st;
+        g_autofree char *saved = g_strdup(np_sysroot_get());
+        np_sysroot_set(NULL);
+        g_assert_cmpint(np_read_pid_stat(pid, &st), ==, 0);
+        np_sysroot_set(saved);
+        return st.starttime;
+}
+
+/* ---- statm --------------------------------------------------------------- */
+
+static void test_parse_statm(void) {
+        uint64_t res = 0, text = 0;
+        g_assert_cmpint(np_parse_statm("586 124 101 1 0 56 0\n", &res, &text), ==, 0);
+        g_assert_cmpuint(res, ==, 124);
+        g_assert_cmpuint(text, ==, 1);
+        g_assert_cmpint(np_parse_statm("0 0 0 0 0 0 0", &res, &text), ==, 0); /* zombie, kernel thread */
+        g_assert_cmpuint(res, ==, 0);
+        g_assert_cmpint(np_parse_statm("18446744073709551615 7 0 9 0 0 0\n", &res, &text), ==, 0);
+        g_assert_cmpuint(res, ==, 7);
+        g_assert_cmpuint(text, ==, 9);
+        static const char *bad[] = {
+                "",
+                "\n",
+                "1 2 3 4 5 6\n",
+                "1 2 3 4 5 6 7 8\n",
+                "1 2 3 4 5 6 x\n",
+                "1  2 3 4 5 6 7\n",
+                "-1 2 3 4 5 6 7\n",
+                "1 2 3 4 5 6 18446744073709551616\n",
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+                g_test_message("bad statm: '%s'", bad[i]);
+                g_assert_cmpint(np_parse_statm(bad[i], &res, &text), ==, -EINVAL);
+        }
+}
+
+/* ---- fixture trees ------------------------------------------------------- */
+
+static bool wants_5151(void *userdata, const NpProcEntry *e) {
+        (*(int *) userdata)++;
+        return e->pid == 5151;
+}
+
+static void test_fixture(void) {
+        use_tree("2node");
+        g_autoptr(NpProcTable) t = np_proc_table_new(64);
+        int asked = 0;
+        g_assert_cmpint(np_proc_table_scan(t, 300 * MIB, wants_5151, &asked), ==, 4);
+        const GPtrArray *a = np_proc_table_entries(t);
+        /* kernel threads 2 and 15 are known but never reported; sorted by pid */
+        g_assert_cmpint(((NpProcEntry *) a->pdata[0])->pid, ==, 1);
+        g_assert_cmpint(((NpProcEntry *) a->pdata[1])->pid, ==, 812);
+        g_assert_cmpint(((NpProcEntry *) a->pdata[2])->pid, ==, 4242);
+        g_assert_cmpint(((NpProcEntry *) a->pdata[3])->pid, ==, 5151);
+        g_assert_nonnull(np_proc_table_lookup(t, 2));
+        g_assert_true(np_proc_table_lookup(t, 2)->kthread);
+        g_assert_true(np_proc_table_lookup(t, 15)->kthread);
+        g_assert_null(np_proc_table_lookup(t, 3));
+
+        const NpProcEntry *db = find(t, 4242);
+        g_assert_cmpuint(db->rss_bytes, ==, GIB);
+        g_assert_cmpuint(db->starttime, ==, 20481);
+        g_assert_cmpstr(db->comm, ==, "bigdb");
+        g_assert_cmpuint(db->ticks, ==, 184467 + 9230);
+        g_assert_cmpuint(db->threads, ==, 16);
+        g_assert_true(db->new_this_scan);
+        g_assert_cmpint(db->fd, ==, -1); /* fixtures have no statm */
+        g_assert_true(db->no_statm);
+        g_assert_cmpstr(find(t, 5151)->comm, ==, "a) (b c");
+        g_assert_cmpuint(find(t, 5151)->rss_bytes, ==, 2 * MIB);
+        g_assert_cmpuint(find(t, 812)->rss_bytes, ==, 9 * MIB);
+
+        /* second scan: nothing new; without statm every entry is read by stat */
+        g_assert_cmpint(np_proc_table_scan(t, 300 * MIB, wants_5151, &asked), ==, 4);
+        db = find(t, 4242);
+        g_assert_false(db->new_this_scan);
+        g_assert_true(db->stat_read);
+        g_assert_cmpfloat(db->cpu_usage, ==, 0.0); /* the fixture's ticks do not move */
+        NpProcTableStats s;
+        np_proc_table_stats(t, &s);
+        g_assert_cmpuint(s.kept, ==, 0);
+        g_assert_cmpuint(s.kthreads, ==, 2);
+        g_assert_cmpuint(s.beyond_cap, ==, 4);
+        g_assert_cmpuint(s.discovered, ==, 6);
+        g_assert_cmpuint(s.dropped, ==, 0);
+
+        /* a root without proc/ cannot be listed */
+        np_sysroot_set("/nonexistent-np-root");
+        g_autoptr(NpProcTable) t2 = np_proc_table_new(64);
+        g_assert_cmpint(np_proc_table_scan(t2, 0, NULL, NULL), ==, -ENOENT);
+        g_assert_cmpuint(np_proc_table_entries(t2)->len, ==, 0);
+        np_sysroot_set(NULL);
+}
+
+/* ---- real processes ------------------------------------------------------- */
+
+static bool wants_pid(void *userdata, const NpProcEntry *e) {
+        return e->pid == *(pid_t *) userdata;
+}
+
+static void test_kept_reads(void) {
+        Farm *f = farm_new();
+        pid_t small = spawn_child(0, 0), big = spawn_child(64, 0), asked = spawn_child(0, 0);
+        farm_add(f, small);
+        farm_add(f, big);
+        farm_add(f, asked);
+        g_autoptr(NpProcTable) t = np_proc_table_new(64);
+        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, wants_pid, &asked), ==, 3);
+        for (int i = 0; i < 3; i++) {
+                const NpProcEntry *e = np_proc_table_entries(t)->pdata[i];
+                g_assert_cmpint(e->fd, >=, 0);
+                g_assert_true(e->new_this_scan);
+                g_assert_true(e->stat_read); /* a new process is read in full once */
+                g_assert_cmpuint(e->starttime, ==, starttime_of(e->pid));
+        }
+        g_assert_cmpuint(find(t, big)->rss_bytes, >=, 64 * MIB);
+        g_assert_cmpuint(find(t, small)->rss_bytes, <, 32 * MIB);
+        g_assert_cmpstr(find(t, small)->comm, ==, "test-proc-table");
+
+        g_usleep(20000);
+        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, wants_pid, &asked), ==, 3);
+        /* known now: statm only, stat where the memory threshold or the caller asks */
+        g_assert_false(find(t, small)->new_this_scan);
+        g_assert_false(find(t, small)->stat_read);
+        g_assert_true(find(t, big)->stat_read);
+        g_assert_true(find(t, asked)->stat_read);
+        g_assert_cmpuint(find(t, big)->rss_bytes, >=, 64 * MIB);
+        NpProcTableStats s;
+        np_proc_table_stats(t, &s);
+        g_assert_cmpuint(s.kept, ==, 3);
+        g_assert_cmpuint(s.statm_reads, ==, 3);
+        g_assert_cmpuint(s.stat_reads, ==, 5);
+
+        /* a process leaves the listing: dropped, its descriptor closed */
+        int fd_small = find(t, small)->fd;
+        farm_remove(f, small);
+        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 2);
+        g_assert_null(np_proc_table_lookup(t, small));
+        g_assert_cmpint(fcntl(fd_small, F_GETFD), ==, -1);
+        g_assert_cmpint(errno, ==, EBADF);
+        np_proc_table_stats(t, &s);
+        g_assert_cmpuint(s.kept, ==, 2);
+
+        /* a zombie reads as zero resident memory; once reaped it is dropped
+         * although the listing (a dangling symlink here) still names it */
+        kill_child(big, false);
+        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 2);
+        g_assert_cmpuint(find(t, big)->rss_bytes, ==, 0);
+        g_assert_cmpint(waitpid(big, NULL, 0), ==, big);
+        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
+        g_assert_null(np_proc_table_lookup(t, big));
+        np_proc_table_stats(t, &s);
+        g_assert_cmpuint(s.kept, ==, 1);
+
+        kill_child(small, true);
+        kill_child(asked, true);
+        farm_free(f);
+}
+
+/* A kept descriptor of a process that exited never yields the data of the
+ * new process that got its PID. */
+static void test_pid_reuse_kept_fd(void) {
+        Farm *f = farm_new();
+        pid_t old = spawn_child(0, 0);
+        farm_add(f, old);
+        g_autoptr(NpProcTable) t = np_proc_table_new(64);
+        g_assert_cmpint(np_proc_table_scan(t, GIB, NULL, NULL), ==, 1);
+        const NpProcEntry *e = find(t, old);
+        int fd = e->fd;
+        g_assert_cmpint(fd, >=, 0);
+        uint64_t old_start = e->starttime;
+        uint64_t old_rss = e->rss_bytes;
+        g_assert_cmpuint(old_rss, <, 16 * MIB);
+
+        kill_child(old, true);
+        g_usleep(30000); /* a different start time (clock ticks) for the new one */
+        pid_t reused = spawn_child(48, old);
+        g_assert_cmpint(reused, ==, old);
+        uint64_t new_start = starttime_of(reused);
+        g_assert_cmpuint(new_start, !=, old_start);
+
+        /* what the kernel does: the old descriptor reads ESRCH, not the new
+         * process (which has 48 MiB resident) */
+        char buf[256];
+        g_assert_cmpint(pread(fd, buf, sizeof buf, 0), ==, -1);
+        g_assert_cmpint(errno, ==, ESRCH);
+        g_autofree char *path = g_strdup_printf("/proc/%d/statm", reused);
+        g_autofree char *now = NULL;
+        g_assert_true(g_file_get_contents(path, &now, NULL, NULL));
+        uint64_t res, text;
+        g_assert_cmpint(np_parse_statm(now, &res, &text), ==, 0);
+        g_assert_cmpuint(res * 4096, >=, 48 * MIB);
+
+        /* what the table does: the old entry is dropped, the new process is
+         * a new entry with its own start time, read in full */
+        g_assert_cmpint(np_proc_table_scan(t, GIB, NULL, NULL), ==, 1);
+        e = find(t, reused);
+        g_assert_nonnull(e);
+        g_assert_true(e->new_this_scan);
+        g_assert_true(e->stat_read);
+        g_assert_cmpuint(e->starttime, ==, new_start);
+        g_assert_cmpuint(e->rss_bytes, >=, 48 * MIB);
+        g_assert_cmpint(e->fd, >=, 0);
+        NpProcTableStats s;
+        np_proc_table_stats(t, &s);
+        g_assert_cmpuint(s.kept, ==, 1);
+        g_assert_cmpuint(s.dropped, ==, 1);
+        g_assert_cmpuint(s.discovered, ==, 2);
+
+        kill_child(reused, true);
+        farm_free(f);
+}
+
+/* Past the cap: open+read+close of stat every scan, identity by start time;
+ * a descriptor is taken when one frees up. */
+static void test_cap_fallback(void) {
+        Farm *f = farm_new();
+        pid_t c[4];
+        for (int i = 0; i < 4; i++) {
+                c[i] = spawn_child(i == 3 ? 40 : 0, 0);
+                farm_add(f, c[i]);
+        }
+        g_autoptr(NpProcTable) t = np_proc_table_new(2);
+        g_assert_cmpint(np_proc_table_scan(t, GIB, NULL, NULL), ==, 4);
+        g_assert_cmpint(np_proc_table_scan(t, GIB, NULL, NULL), ==, 4);
+        NpProcTableStats s;
+        np_proc_table_stats(t, &s);
+        g_assert_cmpuint(s.max_kept, ==, 2);
+        g_assert_cmpuint(s.kept, ==, 2);
+        g_assert_cmpuint(s.beyond_cap, ==, 2);
+        unsigned with_fd = 0;
+        for (int i = 0; i < 4; i++) {
+                const NpProcEntry *e = find(t, c[i]);
+                g_assert_nonnull(e);
+                g_assert_cmpuint(e->starttime, ==, starttime_of(c[i]));
+                if (e->fd >= 0) {
+                        with_fd++;
+                        g_assert_false(e->stat_read); /* statm only */
+                } else
+                        g_assert_true(e->stat_read); /* the fallback reads stat */
+        }
+        g_assert_cmpuint(with_fd, ==, 2);
+        g_assert_cmpuint(find(t, c[3])->rss_bytes, >=, 40 * MIB);
+
+        /* a PID reused beyond the cap: a new entry, by start time */
+        pid_t victim = -1;
+        for (int i = 0; i < 4; i++)
+                if (find(t, c[i])->fd < 0)
+                        victim = c[i];
+        g_assert_cmpint(victim, >, 0);
+        uint64_t vstart = find(t, victim)->starttime;
+        kill_child(victim, true);
+        g_usleep(30000);
+        pid_t reused = spawn_child(24, victim);
+        g_assert_cmpint(reused, ==, victim);
+        g_assert_cmpint(np_proc_table_scan(t, GIB, NULL, NULL), ==, 4);
+        const NpProcEntry *e = find(t, reused);
+        g_assert_true(e->new_this_scan);
+        g_assert_cmpuint(e->starttime, !=, vstart);
+        g_assert_cmpuint(e->rss_bytes, >=, 24 * MIB);
+        for (int i = 0; i < 4; i++)
+                if (c[i] == victim)
+                        c[i] = reused;
+
+        /* a kept one exits: the next scan gives its descriptor to one beyond the cap */
+        pid_t kept_one = -1;
+        for (int i = 0; i < 4; i++)
+                if (find(t, c[i])->fd >= 0)
+                        kept_one = c[i];
+        farm_remove(f, kept_one);
+        kill_child(kept_one, true);
+        g_assert_cmpint(np_proc_table_scan(t, GIB, NULL, NULL), ==, 3); /* closes the exited one's */
+        np_proc_table_stats(t, &s);
+        g_assert_cmpuint(s.kept, ==, 1);
+        g_assert_cmpint(np_proc_table_scan(t, GIB, NULL, NULL), ==, 3); /* gives it away */
+        np_proc_table_stats(t, &s);
+        g_assert_cmpuint(s.kept, ==, 2);
+        g_assert_cmpuint(s.beyond_cap, ==, 1);
+        for (int i = 0; i < 4; i++)
+                if (c[i] != kept_one)
+                        kill_child(c[i], true);
+        farm_free(f);
+}
+
+/* The real /proc: kernel threads known and skipped, ourselves found. */
+static void test_real_proc(void) {
+        np_sysroot_set(NULL);
+        g_autoptr(NpProcTable) t = np_proc_table_new(np_proc_fd_budget(NULL));
+        g_assert_cmpint(np_proc_table_scan(t, GIB, NULL, NULL), >, 0);
+        g_assert_cmpint(np_proc_table_scan(t, GIB, NULL, NULL), >, 0);
+        const NpProcEntry *self = find(t, getpid());
+        g_assert_nonnull(self);
+        g_assert_cmpint(self->fd, >=, 0);
+        g_assert_cmpuint(self->rss_bytes, >, 0);
+        g_assert_null(find(t, 2));
+        g_assert_nonnull(np_proc_table_lookup(t, 2));
+        g_assert_true(np_proc_table_lookup(t, 2)->kthread);
+        NpProcTableStats s;
+        np_proc_table_stats(t, &s);
+        g_assert_cmpuint(s.kthreads, >, 0);
+        g_assert_cmpuint(s.beyond_cap, ==, 0);
+}
+
+static void test_fd_budget(void) {
+        uint64_t soft = 0;
+        unsigned cap = np_proc_fd_budget(&soft);
+        struct rlimit rl;
+        g_assert_cmpint(getrlimit(RLIMIT_NOFILE, &rl), ==, 0);
+        g_assert_cmpuint(rl.rlim_cur, ==, rl.rlim_max); /* raised to the hard limit */
+        g_assert_cmpuint(soft, ==, rl.rlim_cur);
+        g_assert_cmpuint(cap, ==, MIN((uint64_t) NP_PROC_KEPT_FDS_MAX, soft - NP_PROC_FDS_RESERVED));
+
+        /* a low hard limit: the cap follows it (in a process of its own,
+         * run afresh: valgrind does not let its client move the hard limit) */
+        pid_t pid = fork();
+        if (pid == 0) {
+                execl(self_exe, "test-proc-table", "--low-fd-limit", (char *) NULL);
+                _exit(127);
+        }
+        int status;
+        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+        g_assert_true(WIFEXITED(status));
+        g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+}
+
+/* run by test_fd_budget in a process of its own */
+static int low_fd_limit_main(void) {
+        struct rlimit low = { 600, 600 };
+        if (setrlimit(RLIMIT_NOFILE, &low) < 0 || np_proc_fd_budget(NULL) != 600 - NP_PROC_FDS_RESERVED)
+                return 1;
+        struct rlimit tiny = { 100, 100 };
+        if (setrlimit(RLIMIT_NOFILE, &tiny) < 0 || np_proc_fd_budget(NULL) != 0)
+                return 2;
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        if (argc == 2 && strcmp(argv[1], "--low-fd-limit") == 0)
+                return low_fd_limit_main();
+        if (argc == 4 && strcmp(argv[1], "--child") == 0)
+                return child_main(atoi(argv[2]), (unsigned) atoi(argv[3]));
+        g_test_init(&argc, &argv, NULL);
+        self_exe = g_file_read_link("/proc/self/exe", NULL);
+        g_assert_nonnull(self_exe);
+        g_test_add_func("/proc-table/parse-statm", test_parse_statm);
+        g_test_add_func("/proc-table/fixture", test_fixture);
+        g_test_add_func("/proc-table/kept-reads", test_kept_reads);
+        g_test_add_func("/proc-table/pid-reuse-kept-fd", test_pid_reuse_kept_fd);
+        g_test_add_func("/proc-table/cap-fallback", test_cap_fallback);
+        g_test_add_func("/proc-table/real-proc", test_real_proc);
+        g_test_add_func("/proc-table/fd-budget", test_fd_budget);
+        return g_test_run();
+}
