@@ -214,6 +214,16 @@ bool np_manager_is_excluded(NpManager *m, const NpProcess *p) {
 #define NP_SIGNIFICANT_KEEP_CPU 0.8
 #define NP_SIGNIFICANT_KEEP_MEMORY 0.9
 
+bool np_manager_is_foreign(NpManager *m, const NpProcess *p) {
+        if (np_process_held(p) || np_manager_is_included(m, p))
+                return false;
+        if (p->cpus_allowed && !np_mask_subset(m->topology->all_cpus, p->cpus_allowed))
+                return true;
+        if (p->mems_allowed && !np_mask_subset(m->topology->with_memory, p->mems_allowed))
+                return true;
+        return false;
+}
+
 static bool is_significant(NpManager *m, NpProcess *p) {
         const NpConfig *c = m->config;
         /* held, or a move of it is queued or running: the policy's ledger
@@ -248,8 +258,10 @@ int np_manager_update_process(NpManager *m, NpProcess *p) {
                 np_process_set_state(p, NP_PROC_OBSERVED, NULL, p->last_placed_usec);
 
         bool sig = is_significant(m, p);
-        if (!sig)
-                np_maps_age_invalidate(&p->maps_age); /* read again when significant again */
+        if (!sig) { /* read again when significant again */
+                np_maps_age_invalidate(&p->maps_age);
+                np_details_age_invalidate(&p->details_age);
+        }
         if (sig && np_process_refresh(p, m->topology, m->config->locality_refresh_scans) < 0)
                 return -ESRCH;
         if (sig != p->significant)

@@ -171,6 +171,10 @@ NpProcess *np_manager_lookup_live(NpManager *m, int pid, GError **error);
 /* Is the process included (Include= or Include()) / excluded? */
 bool np_manager_is_included(NpManager *m, const NpProcess *p);
 bool np_manager_is_excluded(NpManager *m, const NpProcess *p);
+/* Its CPUs or memory nodes were narrowed by someone else (taskset, numactl,
+ * a container's cpuset) and neither the daemon holds it nor Include= names
+ * it: the policy leaves it alone (State "foreign"). */
+bool np_manager_is_foreign(NpManager *m, const NpProcess *p);
 /* Recompute p's significance and excluded state after an action changed
  * the Include/Exclude sets; reads its details when it became significant.
  * 0 or -ESRCH (vanished). */

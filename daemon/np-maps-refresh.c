@@ -48,3 +48,26 @@ const char *np_maps_due_to_string(NpMapsDue d) {
         }
         return "?";
 }
+
+bool np_details_due(const NpDetailsAge *a, uint64_t cpu_ticks, unsigned threads, unsigned max_scans) {
+        if (!a->valid || cpu_ticks != a->cpu_ticks || threads != a->threads)
+                return true;
+        return (uint64_t) a->scans + 1 >= (max_scans ? max_scans : 1);
+}
+
+void np_details_age_read(NpDetailsAge *a, uint64_t cpu_ticks, unsigned threads) {
+        a->valid = true;
+        a->cpu_ticks = cpu_ticks;
+        a->threads = threads;
+        a->scans = 0;
+}
+
+void np_details_age_scan(NpDetailsAge *a) {
+        if (a->scans < UINT32_MAX)
+                a->scans++;
+}
+
+void np_details_age_invalidate(NpDetailsAge *a) {
+        a->valid = false;
+        a->scans = 0;
+}

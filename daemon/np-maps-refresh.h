@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 /*
- * When to read a significant process's /proc/<pid>/numa_maps (pure logic).
+ * When to read a significant process's /proc/<pid>/numa_maps, and its other
+ * details (pure logic).
  *
  * Reading numa_maps walks the target's page tables under its mmap lock: for a
  * 1 GB process with 4 kB pages about 3 ms of the daemon's CPU, during which
@@ -60,3 +61,36 @@ void np_maps_age_invalidate(NpMapsAge *a);
 
 /* Text for logs: "new", "rss", "age" or "keep". */
 const char *np_maps_due_to_string(NpMapsDue d);
+
+/*
+ * The other details of a significant process: /proc/<pid>/status (allowed
+ * CPUs and nodes), task/<tid>/stat of every thread (where they run, CPU by
+ * node) and its cgroup; about 25 us of the daemon's CPU per process. They
+ * change when the process runs (its threads move, it creates threads, it
+ * calls sched_setaffinity or set_mempolicy), so they are read when:
+ *  - they were never read, or the process is significant again;
+ *  - its CPU ticks moved or its thread count changed since the last read;
+ *  - otherwise every max_scans scans (LocalityRefreshScans=): what another
+ *    process does to it while it sleeps (taskset -p, a cgroup move by a
+ *    container runtime) is seen within that bound;
+ *  - and before every move (np-place.c reads them then, whatever this says).
+ */
+typedef struct {
+        bool valid;
+        uint64_t cpu_ticks; /* utime+stime at the last read */
+        unsigned threads; /* its thread count then */
+        unsigned scans; /* scans since */
+} NpDetailsAge;
+
+/* Whether the details are due for a process with cpu_ticks and threads now.
+ * max_scans 0 is taken as 1. Pure. */
+bool np_details_due(const NpDetailsAge *a, uint64_t cpu_ticks, unsigned threads, unsigned max_scans);
+
+/* They were read now. */
+void np_details_age_read(NpDetailsAge *a, uint64_t cpu_ticks, unsigned threads);
+
+/* A scan passed without reading them. */
+void np_details_age_scan(NpDetailsAge *a);
+
+/* Not significant any more: read them the next time it is. */
+void np_details_age_invalidate(NpDetailsAge *a);

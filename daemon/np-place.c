@@ -83,6 +83,15 @@ static int prepare(NpMove *mv, void *userdata) {
                 return -ESRCH;
         }
         np_manager_process_changed(m, p, p->target);
+        /* the policy decided on details that may be a few scans old (a
+         * process that did not run is not re-read every scan): one narrowed
+         * by someone else since is left alone */
+        if (q->reason != NP_PLACE_MANUAL && np_manager_is_foreign(m, p)) {
+                g_set_error(&q->error, NP_ERROR, NP_ERROR_FAILED,
+                            "Process %d (%s) was confined by someone else since the decision; left alone", q->pid,
+                            p->comm);
+                return -EPERM;
+        }
         if (!m->backend) {
                 g_set_error(&q->error, NP_ERROR, NP_ERROR_NOT_SUPPORTED, "No placement backend is available");
                 return -EOPNOTSUPP;

@@ -32,16 +32,6 @@ static void build_nodes(NpManager *m, GArray *out) {
         }
 }
 
-static bool is_foreign(NpManager *m, const NpProcess *p) {
-        if (np_process_held(p) || np_manager_is_included(m, p))
-                return false;
-        if (p->cpus_allowed && !np_mask_subset(m->topology->all_cpus, p->cpus_allowed))
-                return true;
-        if (p->mems_allowed && !np_mask_subset(m->topology->with_memory, p->mems_allowed))
-                return true;
-        return false;
-}
-
 static NpPolicyHold hold_of(NpManager *m, const NpProcess *p) {
         if (p->moving_to || (m->mover && np_mover_find(m->mover, p->pid)))
                 return NP_HOLD_MOVING;
@@ -55,7 +45,7 @@ static NpPolicyHold hold_of(NpManager *m, const NpProcess *p) {
         default:
                 break;
         }
-        return is_foreign(m, p) ? NP_HOLD_FOREIGN : NP_HOLD_NONE;
+        return np_manager_is_foreign(m, p) ? NP_HOLD_FOREIGN : NP_HOLD_NONE;
 }
 
 /* Candidates: the significant processes, in pid order (deterministic). */

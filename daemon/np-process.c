@@ -103,6 +103,10 @@ static bool per_node_equal(const GArray *a, const GArray *b) {
 }
 
 void np_process_set_state(NpProcess *p, NpProcState state, const NpMask *target, uint64_t last_placed_usec) {
+        /* what the daemon did to it changed (placed, released): its allowed
+         * CPUs and nodes are read again at the next refresh */
+        if (p->state != state || !masks_equal(p->target, target))
+                np_details_age_invalidate(&p->details_age);
         if (p->state != state)
                 p->changed |= NP_PROCESS_STATE;
         p->state = state;
@@ -285,9 +289,20 @@ void np_process_take_maps(NpProcess *p, NpNumaMaps *maps) {
         np_maps_age_read(&p->maps_age, p->rss_bytes, p->cpu_ticks, realtime_usec());
 }
 
+/* The process did not run since its threads were last read: it used no CPU
+ * on any node since (the next read measures over the whole time). */
+static void threads_idle(NpProcess *p) {
+        for (guint i = 0; p->cpu_per_node && i < p->cpu_per_node->len; i++)
+                g_array_index(p->cpu_per_node, NpNodeCpu, i).cpu = 0.0;
+}
+
 int np_process_refresh(NpProcess *p, const NpTopology *t, unsigned maps_max_scans) {
+        /* status, threads and cgroup: when it ran, or by the age rule, or
+         * always before a move (np-maps-refresh.h) */
+        bool details = maps_max_scans == NP_MAPS_NOW ||
+                np_details_due(&p->details_age, p->cpu_ticks, p->threads, maps_max_scans);
         NpPidStatus status = { 0 };
-        int r = np_read_pid_status(p->pid, &status);
+        int r = details ? np_read_pid_status(p->pid, &status) : 1;
         if (r == -ESRCH || (r < 0 && !still_there(p)))
                 return -ESRCH;
         if (r == 0) {
@@ -297,7 +312,7 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, unsigned maps_max_scan
                 p->mems_allowed = g_steal_pointer(&status.mems_allowed);
                 p->threads = status.threads;
                 np_pid_status_clear(&status);
-        } else {
+        } else if (r < 0) {
                 log_debug("Cannot read /proc/%d/status: %s; keeping what was known", p->pid, g_strerror(-r));
         }
 
@@ -336,7 +351,14 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, unsigned maps_max_scan
                 np_maps_age_read(&p->maps_age, p->rss_bytes, p->cpu_ticks, realtime_usec());
         }
 
-        read_threads(p, t);
+        if (details) {
+                read_threads(p, t);
+                np_process_read_cgroup(p);
+                np_details_age_read(&p->details_age, p->cpu_ticks, p->threads);
+        } else {
+                threads_idle(p);
+                np_details_age_scan(&p->details_age);
+        }
         uint64_t local = 0;
         NP_MASK_FOREACH (n, p->running_nodes)
                 local += np_numa_maps_node_bytes(&p->maps, (unsigned) n);
@@ -344,7 +366,5 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, unsigned maps_max_scan
         if (locality != p->locality)
                 p->changed |= NP_PROCESS_LOCALITY;
         p->locality = locality;
-
-        np_process_read_cgroup(p);
         return 0;
 }

@@ -80,6 +80,7 @@ typedef struct {
         NpNumaMaps maps; /* where its pages are; empty until read */
         int maps_error; /* 0, or why numa_maps could not be read (-EACCES...) */
         NpMapsAge maps_age; /* when numa_maps was read (LocalityTimestamp), np-maps-refresh.h */
+        NpDetailsAge details_age; /* when status, threads and cgroup were read, np-maps-refresh.h */
         double locality; /* share of memory on running_nodes, 0..1 */
         char *cgroup; /* cpuset (v1) or unified (v2) path */
         char *unit; /* systemd unit from the cgroup path, or "" */
@@ -102,9 +103,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpProcess, np_process_free)
 
 /*
  * Read the details of p: /proc/PID/status (allowed CPUs and nodes, threads),
- * numa_maps (only when due, see maps_max_scans below), task/<tid>/stat (the
- * nodes its threads last ran on, mapped
- * through t), cgroup; then Locality. Only a vanished process is an error:
+ * task/<tid>/stat (the nodes its threads last ran on, mapped through t) and
+ * cgroup, each only when due (np_details_due(): it ran, its thread count
+ * changed, or maps_max_scans scans passed; always with NP_MAPS_NOW); a
+ * process that did not run keeps them and its CPU by node is zero.
+ * numa_maps only when due too (maps_max_scans below). Then Locality. Only a
+ * vanished process is an error:
  * returns -ESRCH when the process is gone (or its pid now belongs to another
  * process: the start time is checked again), 0 otherwise. Any other failure
  * keeps the process with what could be read: a status that cannot be read
@@ -116,8 +120,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpProcess, np_process_free)
  */
 int np_process_refresh(NpProcess *p, const NpTopology *t, unsigned maps_max_scans);
 
-/* maps_max_scans for np_process_refresh(): read numa_maps now whatever the
- * rule says (before a move). Otherwise numa_maps is read by the rule of
+/* maps_max_scans for np_process_refresh(): read numa_maps and the other
+ * details now whatever the rules say (before a move). Otherwise numa_maps is read by the rule of
  * np-maps-refresh.h with LocalityRefreshScans= as max_scans. */
 #define NP_MAPS_NOW 0u
 

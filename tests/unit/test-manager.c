@@ -143,6 +143,72 @@ static void test_refresh_replaces_details(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(p->maps_age.scans, ==, 1);
 }
 
+/* A significant process that did not run (the fixture's stat never
+ * changes) keeps its status, threads and cgroup between reads: a narrowed
+ * affinity is seen when it runs again, or LocalityRefreshScans scans after
+ * the last read, and always before a move (NP_MAPS_NOW). */
+static void test_idle_details(Fixture *f, gconstpointer data) {
+        g_autofree char *status = fixture_path(f, "proc/4242/status");
+        g_autofree char *stat = fixture_path(f, "proc/4242/stat");
+        g_autofree char *orig = NULL, *narrowed = NULL, *st = NULL;
+
+        g_assert_true(g_file_get_contents(status, &orig, NULL, NULL));
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+        g_assert_true(p->significant);
+        g_autofree char *cpus = np_mask_format(p->cpus_allowed);
+        g_assert_cmpstr(cpus, ==, "0-15");
+
+        /* someone narrows it while it sleeps: not seen at the next scans */
+        GString *n = g_string_new(orig);
+        g_string_replace(n, "Cpus_allowed:\t0000ffff", "Cpus_allowed:\t00000003", 1);
+        g_string_replace(n, "Cpus_allowed_list:\t0-15", "Cpus_allowed_list:\t0-1", 1);
+        narrowed = g_string_free(n, FALSE);
+        g_assert_true(g_file_set_contents(status, narrowed, -1, NULL));
+        unsigned max = f->m->config->locality_refresh_scans;
+        g_assert_cmpuint(max, >, 2);
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_free(cpus);
+        cpus = np_mask_format(p->cpus_allowed);
+        g_assert_cmpstr(cpus, ==, "0-15");
+        g_assert_cmpuint(p->details_age.scans, ==, 1);
+
+        /* before a move it is read whatever the rule says */
+        g_assert_cmpint(np_process_refresh(p, f->m->topology, NP_MAPS_NOW), ==, 0);
+        g_free(cpus);
+        cpus = np_mask_format(p->cpus_allowed);
+        g_assert_cmpstr(cpus, ==, "0-1");
+
+        /* it runs (utime 184467 -> 184567): read at the next scan */
+        g_assert_true(g_file_set_contents(status, orig, -1, NULL));
+        g_assert_true(g_file_get_contents(stat, &st, NULL, NULL));
+        GString *s2 = g_string_new(st);
+        g_assert_cmpuint(g_string_replace(s2, " 184467 9230 ", " 184567 9230 ", 1), ==, 1);
+        g_assert_true(g_file_set_contents(stat, s2->str, -1, NULL));
+        g_string_free(s2, TRUE);
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_free(cpus);
+        cpus = np_mask_format(p->cpus_allowed);
+        g_assert_cmpstr(cpus, ==, "0-15");
+        g_assert_cmpuint(p->details_age.scans, ==, 0);
+
+        /* idle again and narrowed again: read LocalityRefreshScans scans after the last read */
+        g_assert_true(g_file_set_contents(status, narrowed, -1, NULL));
+        for (unsigned i = 1; i < max; i++) {
+                g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+                g_free(cpus);
+                cpus = np_mask_format(p->cpus_allowed);
+                g_assert_cmpstr(cpus, ==, "0-15");
+        }
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_free(cpus);
+        cpus = np_mask_format(p->cpus_allowed);
+        g_assert_cmpstr(cpus, ==, "0-1");
+        g_assert_true(np_manager_is_foreign(f->m, p));
+        g_assert_true(g_file_set_contents(status, orig, -1, NULL));
+}
+
 /* Actions read the one process concerned and never run a scan: Scans and
  * the CPU use of every process come from the timer's scans alone. */
 static void test_actions_do_not_scan(Fixture *f, gconstpointer data) {
@@ -276,6 +342,7 @@ int main(int argc, char **argv) {
         ADD("/manager/unreadable-numa-maps", "2node", test_unreadable_numa_maps_keeps_process);
         ADD("/manager/missing-numa-maps", "nonuma", test_missing_numa_maps_keeps_process);
         ADD("/manager/refresh-replaces-details", "4node", test_refresh_replaces_details);
+        ADD("/manager/idle-details", "4node", test_idle_details);
         ADD("/manager/actions-do-not-scan", "2node", test_actions_do_not_scan);
         ADD("/manager/records-only-for-candidates", "2node", test_records_only_for_candidates);
         ADD("/manager/change-records", "2node", test_change_records);

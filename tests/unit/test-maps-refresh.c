@@ -158,6 +158,34 @@ static void test_edges(void) {
         g_assert_cmpstr(np_maps_due_to_string(NP_MAPS_DUE_AGE), ==, "age");
 }
 
+/* The other details (status, threads, cgroup): read when never read, when
+ * the process ran or its thread count changed, else every max_scans. */
+static void test_details(void) {
+        NpDetailsAge a = { 0 };
+        g_assert_true(np_details_due(&a, 100, 4, 5)); /* never read */
+        np_details_age_read(&a, 100, 4);
+        /* idle, same threads: scans 1-4 keep, the 5th reads */
+        for (int i = 1; i < 5; i++) {
+                g_assert_false(np_details_due(&a, 100, 4, 5));
+                np_details_age_scan(&a);
+        }
+        g_assert_true(np_details_due(&a, 100, 4, 5));
+        np_details_age_read(&a, 100, 4);
+        g_assert_false(np_details_due(&a, 100, 4, 5));
+        g_assert_true(np_details_due(&a, 101, 4, 5)); /* it ran */
+        g_assert_true(np_details_due(&a, 100, 5, 5)); /* a thread more */
+        g_assert_true(np_details_due(&a, 100, 3, 5)); /* a thread less */
+        g_assert_true(np_details_due(&a, 100, 4, 0)); /* 0: every scan */
+        g_assert_true(np_details_due(&a, 100, 4, 1));
+        np_details_age_invalidate(&a); /* not significant any more */
+        g_assert_true(np_details_due(&a, 100, 4, 5));
+        a.valid = true;
+        a.scans = UINT32_MAX;
+        np_details_age_scan(&a);
+        g_assert_cmpuint(a.scans, ==, UINT32_MAX);
+        g_assert_true(np_details_due(&a, 100, 4, UINT32_MAX));
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/maps-refresh/steady", test_steady);
@@ -166,5 +194,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/maps-refresh/significance-and-moves", test_significance_and_moves);
         g_test_add_func("/maps-refresh/every-scan", test_every_scan);
         g_test_add_func("/maps-refresh/edges", test_edges);
+        g_test_add_func("/maps-refresh/details", test_details);
         return g_test_run();
 }
