@@ -72,9 +72,19 @@ static void notify_status(NpDaemon *d) {
                 sig += p->significant;
                 held += p->state == NP_PROC_PINNED || p->state == NP_PROC_PLACED;
         }
-        sd_notifyf(false,
-                   "STATUS=%s%u nodes, %u significant processes, %u managed, %" G_GUINT64_FORMAT " bytes migrated",
-                   m->paused ? "Paused; " : "", m->topology->nodes->len, sig, held, m->migrated_bytes);
+        g_autofree char *status = g_strdup_printf(
+                "%s%u nodes, %u significant processes, %u managed, %" G_GUINT64_FORMAT " bytes migrated",
+                m->paused ? "Paused; " : "", m->topology->nodes->len, sig, held, m->migrated_bytes);
+        /* a notification costs a socket and a dozen system calls: not every
+         * scan, only when the text changed or the manager sent its own */
+        if (m->status_sent)
+                g_clear_pointer(&d->status, g_free);
+        m->status_sent = false;
+        if (g_strcmp0(status, d->status) == 0)
+                return;
+        sd_notifyf(false, "STATUS=%s", status);
+        g_free(d->status);
+        d->status = g_steal_pointer(&status);
 }
 
 static int on_scan_timer(sd_event_source *s, uint64_t usec, void *userdata) {

@@ -624,6 +624,7 @@ int np_manager_reload(NpManager *m, GError **error) {
         NpConfig *c = NULL;
         sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=Reloading configuration",
                    np_now_usec(CLOCK_MONOTONIC));
+        m->status_sent = true;
         int r = np_config_load(m->config_file, &c, &e);
         if (r < 0) {
                 g_autofree char *f = g_strdup_printf("CONFIG_FILE=%s", m->config_file);

@@ -104,6 +104,7 @@ typedef struct NpManager {
         NpMover *mover; /* NULL until np_place_setup() */
 
         bool paused;
+        bool status_sent; /* it sent a STATUS= of its own (reload): the next scan's is sent again */
         uint64_t scan_interval_usec; /* in force now (adaptive) */
         uint64_t scans; /* timer scans (never method calls) */
         uint64_t last_scan_usec; /* CLOCK_REALTIME */
