@@ -25,7 +25,8 @@ seconds. Printed per scenario and way: seconds from the workload's start
 until each process first had >= 95% of its pages on one node (or never),
 its final locality, MB migrated (pgmigrate_success x 4096) against the
 minimum (the pages that were not on the node each process ended up on),
-the placer's own CPU time (utime+stime from /proc/PID/stat at the end), and
+the placer's own CPU time (utime+stime from /proc/PID/stat at the end; and
+per minute from 120 s on, once the moves are over), and
 numa_pte_updates / numa_hint_faults. With --runs N the figures are
 mmtests-style statistics (Min, Mean, TrimMean, Stddev, Max). --png draws
 locality over time for the three ways (gnuplot, Debian's gnuplot-nox).
@@ -54,6 +55,7 @@ BUSY = "--mb 320 --interleave 0-3 --no-thp --sweep --duty 50 --no-pin"
 SCENARIOS = {"1": ("interleaved, policy reset", "--reset-policy"),
              "2": ("interleave policy left set", "")}
 WAYS = ("numaplaced", "numad", "kernel")
+STEADY_FROM = 120  # seconds after the workloads started: every way has acted by then
 
 SCRIPT = r"""
 loc() {  # loc PID: share of its pages on its fullest node, in per mille
@@ -91,7 +93,7 @@ end=$(( $(date +%s) + {duration} ))
 while [ "$(date +%s)" -lt "$end" ]; do
 	np_result s $(cut -d' ' -f1 /proc/uptime) $(loc $a) $(loc $b) \
 		$(( $(np_vmstat pgmigrate_success) - m0 )) $(( $(np_vmstat numa_pte_updates) - u0 )) \
-		$(( $(np_vmstat numa_hint_faults) - f0 ))
+		$(( $(np_vmstat numa_hint_faults) - f0 )) $( [ -n "$PLACER" ] && cpu_ticks $PLACER || echo 0)
 	sleep 2
 done
 np_result final.a $(np_numa_kb $a)
@@ -150,8 +152,14 @@ def run_one(args, scenario, way):
     samples = []
     for line in res.all("s"):
         f = line.split()
-        samples.append((float(f[0]) - t0, int(f[1]) / 1000.0, int(f[2]) / 1000.0, int(f[3]), int(f[4]), int(f[5])))
+        samples.append((float(f[0]) - t0, int(f[1]) / 1000.0, int(f[2]) / 1000.0, int(f[3]), int(f[4]), int(f[5]),
+                        int(f[6]) if len(f) > 6 and f[6].isdigit() else 0))
     out = {"samples": samples, "balancing": res.get("balancing")}
+    # the placer's CPU once the moves are over: from STEADY_FROM s to the end, per minute
+    hz = res.int("hz") or 100
+    steady = [x for x in samples if x[0] >= STEADY_FROM]
+    out["steady_cpu_s_per_min"] = ((steady[-1][6] - steady[0][6]) / hz * 60.0 / (steady[-1][0] - steady[0][0])
+                                   if len(steady) > 1 and steady[-1][0] > steady[0][0] and way != "kernel" else None)
     for i, name in enumerate(("a", "b")):
         placed = next((s[0] for s in samples if s[1 + i] >= 0.95), None)
         final = res.node_kb(f"final.{name}")
@@ -159,11 +167,11 @@ def run_one(args, scenario, way):
         node = max(final, key=final.get) if final else None
         out[name] = {"placed_s": placed, "final_locality": samples[-1][1 + i] if samples else None,
                      "min_kb": sum(kb for n, kb in start.items() if n != node)}
-    last = samples[-1] if samples else (0, 0, 0, 0, 0, 0)
+    last = samples[-1] if samples else (0, 0, 0, 0, 0, 0, 0)
     out["migrated_mb"] = last[3] * 4096 / 2 ** 20
     out["min_mb"] = (out["a"]["min_kb"] + out["b"]["min_kb"]) / 1024
     out["pte_updates"], out["hint_faults"] = last[4], last[5]
-    ticks, hz = res.int("placer.ticks"), res.int("hz") or 100
+    ticks = res.int("placer.ticks")
     out["placer_cpu_s"] = ticks / hz if ticks is not None else None
     out["numad_log"] = res.all("numad.log")
     return out
@@ -228,7 +236,8 @@ def main():
     for sc in args.scenarios:
         print(f"\n== Scenario {sc}: {SCENARIOS[sc][0]}")
         hdr = (f"{'way':<11} {'placed s (a)':>14} {'placed s (b)':>14} {'locality a':>11} {'locality b':>11} "
-               f"{'MB moved':>9} {'MB min':>7} {'moved/min':>9} {'placer CPU s':>12} {'pte upd':>9} {'hint flt':>9}")
+               f"{'MB moved':>9} {'MB min':>7} {'moved/min':>9} {'placer CPU s':>12} {'steady s/min':>12} "
+               f"{'pte upd':>9} {'hint flt':>9}")
         print(hdr)
         for way in args.ways:
             runs = results[sc][way]
@@ -240,6 +249,7 @@ def main():
                   f"{fmt(col(lambda x: x['b']['final_locality']), 2):>11} "
                   f"{fmt(col(lambda x: x['migrated_mb']), 0):>9} {fmt(col(lambda x: x['min_mb']), 0):>7} "
                   f"{fmt(ratio, 3, 'n/a'):>9} {fmt(col(lambda x: x['placer_cpu_s']), 2, 'n/a'):>12} "
+                  f"{fmt(col(lambda x: x.get('steady_cpu_s_per_min')), 3, 'n/a'):>12} "
                   f"{fmt(col(lambda x: x['pte_updates']), 0):>9} {fmt(col(lambda x: x['hint_faults']), 0):>9}")
         for way in args.ways:
             for x in results[sc][way]:

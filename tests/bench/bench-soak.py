@@ -90,9 +90,12 @@ np_stop_numaplaced
 mkdir -p /var/log /var/run
 numad -i 1:5 -l 6 -S 1 > /tmp/numad.out 2>&1   # daemonizes
 np_wait_file /var/run/numad.pid 30
-NUMAD=$(cat /var/run/numad.pid)
+# the running numad (its pid file and pidof must agree: the daemonized child)
+NUMAD=$(pidof numad | awk '{ print $1 }')
+[ -n "$NUMAD" ] || NUMAD=$(cat /var/run/numad.pid)
 np_capture numad.start cat /tmp/numad.out
-np_result numad.comm $(cat /proc/$NUMAD/comm) $(awk '$1 == "VmRSS:" || $1 == "VmSize:" { print $1 $2 }' /proc/$NUMAD/status)
+np_result numad.comm pidfile=$(cat /var/run/numad.pid) pidof=$(pidof numad | tr ' ' ,) $(cat /proc/$NUMAD/comm) \
+	$(awk '$1 ~ /^(VmRSS|VmHWM|VmSize|RssAnon|RssFile):$/ { print $1 $2 }' /proc/$NUMAD/status)
 sleep 5
 PLACE=0
 np_result numad.base rss=$(awk '$1 == "VmRSS:" { print $2 }' /proc/$NUMAD/status) fds=$(ls /proc/$NUMAD/fd | wc -l) \
