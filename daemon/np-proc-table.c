@@ -83,22 +83,6 @@ void np_proc_table_free(NpProcTable *t) {
 
 /* ---- parsing ------------------------------------------------------------- */
 
-static int lex_u64(const char **pp, uint64_t *out) {
-        const char *p = *pp;
-        uint64_t v = 0;
-        if (*p < '0' || *p > '9')
-                return -EINVAL;
-        for (; *p >= '0' && *p <= '9'; p++) {
-                unsigned d = (unsigned) (*p - '0');
-                if (v > (UINT64_MAX - d) / 10)
-                        return -EINVAL;
-                v = v * 10 + d;
-        }
-        *pp = p;
-        *out = v;
-        return 0;
-}
-
 int np_parse_statm(const char *buf, uint64_t *resident, uint64_t *text) {
         if (!buf || !resident || !text)
                 return -EINVAL;
@@ -110,7 +94,7 @@ int np_parse_statm(const char *buf, uint64_t *resident, uint64_t *text) {
                                 return -EINVAL;
                         p++;
                 }
-                if (lex_u64(&p, &v[i]) < 0)
+                if (np_lex_u64(&p, &v[i]) < 0)
                         return -EINVAL;
         }
         if (*p != '\n' && *p != '\0')
@@ -308,7 +292,7 @@ static gint cmp_entry_pid(gconstpointer a, gconstpointer b) {
 static bool parse_pid_name(const char *s, int *pid) {
         uint64_t v;
         const char *p = s;
-        if (lex_u64(&p, &v) < 0 || *p || v == 0 || v > INT_MAX)
+        if (np_lex_u64(&p, &v) < 0 || *p || v == 0 || v > INT_MAX)
                 return false;
         *pid = (int) v;
         return true;

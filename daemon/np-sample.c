@@ -24,27 +24,10 @@ static const char *skip_blanks(const char *p) {
         return p;
 }
 
-/* Decimal digits at *pp into *out (no sign, no overflow); advances *pp. */
-static int lex_u64(const char **pp, uint64_t *out) {
-        const char *p = *pp;
-        uint64_t v = 0;
-        if (*p < '0' || *p > '9')
-                return -EINVAL;
-        for (; *p >= '0' && *p <= '9'; p++) {
-                unsigned d = (unsigned) (*p - '0');
-                if (v > (UINT64_MAX - d) / 10)
-                        return -EINVAL;
-                v = v * 10 + d;
-        }
-        *pp = p;
-        *out = v;
-        return 0;
-}
-
 /* A whole token [s, e) as an unsigned or signed decimal number. */
 static int tok_u64(const char *s, const char *e, uint64_t *out) {
         const char *p = s;
-        if (lex_u64(&p, out) < 0 || p != e)
+        if (np_lex_u64(&p, out) < 0 || p != e)
                 return -EINVAL;
         return 0;
 }
@@ -97,7 +80,7 @@ int np_parse_proc_stat(const char *buf, GArray *per_cpu) {
                 }
                 const char *p = line + 3;
                 uint64_t cpu;
-                if (lex_u64(&p, &cpu) < 0 || cpu >= MAX_CPU_ID || !is_blank(*p))
+                if (np_lex_u64(&p, &cpu) < 0 || cpu >= MAX_CPU_ID || !is_blank(*p))
                         goto bad;
                 uint64_t v[10] = { 0 };
                 unsigned n = 0;
@@ -106,7 +89,7 @@ int np_parse_proc_stat(const char *buf, GArray *per_cpu) {
                         if (!*p || *p == '\n')
                                 break;
                         uint64_t x;
-                        if (lex_u64(&p, &x) < 0 || (*p && !is_blank(*p) && *p != '\n'))
+                        if (np_lex_u64(&p, &x) < 0 || (*p && !is_blank(*p) && *p != '\n'))
                                 goto bad;
                         if (n < G_N_ELEMENTS(v))
                                 v[n] = x;
@@ -210,7 +193,7 @@ int np_parse_pid_stat(const char *buf, NpPidStat *out) {
         const char *p = buf;
 
         uint64_t pid;
-        if (lex_u64(&p, &pid) < 0 || pid > INT_MAX || p[0] != ' ' || p[1] != '(')
+        if (np_lex_u64(&p, &pid) < 0 || pid > INT_MAX || p[0] != ' ' || p[1] != '(')
                 return -EINVAL;
         s.pid = (int) pid;
 
@@ -331,7 +314,7 @@ static int status_mask(const char *v, const char *eol, NpMask **slot) {
 static int status_number(const char *v, bool kb, uint64_t *out) {
         const char *p = v;
         uint64_t x;
-        if (lex_u64(&p, &x) < 0 || (*p && *p != '\n' && !is_blank(*p)))
+        if (np_lex_u64(&p, &x) < 0 || (*p && *p != '\n' && !is_blank(*p)))
                 return -EINVAL;
         if (kb) {
                 p = skip_blanks(p);
@@ -468,7 +451,7 @@ static int numa_maps_line(const char *p, const char *eol, GArray *line_pages, GA
                 } else if (*b == 'N' && e - b > 1 && b[1] >= '0' && b[1] <= '9') {
                         const char *c = b + 1;
                         uint64_t node, pages;
-                        if (lex_u64(&c, &node) < 0 || *c != '=' || node >= MAX_NODE_ID)
+                        if (np_lex_u64(&c, &node) < 0 || *c != '=' || node >= MAX_NODE_ID)
                                 return -EINVAL;
                         if (tok_u64(c + 1, e, &pages) < 0)
                                 return -EINVAL;
@@ -578,7 +561,7 @@ GArray *np_list_pids(void) {
         while ((de = readdir(d))) {
                 const char *p = de->d_name;
                 uint64_t v;
-                if (lex_u64(&p, &v) < 0 || *p || v == 0 || v > INT_MAX)
+                if (np_lex_u64(&p, &v) < 0 || *p || v == 0 || v > INT_MAX)
                         continue;
                 int pid = (int) v;
                 g_array_append_val(pids, pid);

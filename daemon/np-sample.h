@@ -5,6 +5,7 @@
  * thin readers read through np-sysroot. Nothing here keeps state between
  * scans: the manager keeps the previous samples and takes deltas.
  */
+#include <errno.h>
 #include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -143,3 +144,22 @@ GArray *np_list_pids(void);
 
 /* Clock ticks per second (sysconf(_SC_CLK_TCK)). */
 long np_clock_ticks(void);
+
+/* Decimal digits at *pp into *out (no sign); -EINVAL when *pp does not start
+ * with a digit or the number overflows. Advances *pp past the digits. Inline:
+ * the per-process scan (np-proc-table) and the parsers here both use it. */
+static inline int np_lex_u64(const char **pp, uint64_t *out) {
+        const char *p = *pp;
+        uint64_t v = 0;
+        if (*p < '0' || *p > '9')
+                return -EINVAL;
+        for (; *p >= '0' && *p <= '9'; p++) {
+                unsigned d = (unsigned) (*p - '0');
+                if (v > (UINT64_MAX - d) / 10)
+                        return -EINVAL;
+                v = v * 10 + d;
+        }
+        *pp = p;
+        *out = v;
+        return 0;
+}
