@@ -35,7 +35,6 @@ at least one run each side from 5 runs up), sample Stddev, Max.
 """
 import argparse
 import json
-import math
 import os
 import re
 import sys
@@ -45,6 +44,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.environ.get("NP_SOURCE_ROOT") or os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SRC, "tests", "vm"))
 import npvm  # noqa: E402
+from benchstat import fmt, stats  # noqa: E402
 
 TOPO = npvm.Topology(8, mem_mb=384, cpus=1)
 CGROUP = "v1"
@@ -172,18 +172,6 @@ def parse_rate(s):
     return int(m.group(1)) * 1024 ** " KMGT".index(m.group(2) or " ")
 
 
-def stats(xs):
-    """mmtests-style: min, mean, trimmed mean, sample stddev, max."""
-    xs = sorted(x for x in xs if x is not None)
-    n = len(xs)
-    if not n:
-        return None
-    mean = sum(xs) / n
-    cut = max(1, int(n * 0.1)) if n >= 5 else 0
-    trimmed = xs[cut:n - cut] if n - 2 * cut > 0 else xs
-    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
-    return {"n": n, "min": xs[0], "mean": mean, "trim": sum(trimmed) / len(trimmed), "sd": sd, "max": xs[-1]}
-
 
 def parse_run(value):
     kv = {}
@@ -201,10 +189,9 @@ def parse_run(value):
     return out
 
 
+
 def fmt_stats(st, scale=1.0, prec=1):
-    if not st:
-        return "  n/a"
-    return "  ".join(f"{st[k] / scale:>8.{prec}f}" for k in ("min", "mean", "trim", "sd", "max"))
+    return fmt(st, prec=prec, width=8, scale=scale, none="  n/a")
 
 
 def main():

@@ -38,7 +38,6 @@ locality over time for the three ways (gnuplot, Debian's gnuplot-nox).
 """
 import argparse
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -49,6 +48,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.environ.get("NP_SOURCE_ROOT") or os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SRC, "tests", "vm"))
 import npvm  # noqa: E402
+import benchstat  # noqa: E402
+from benchstat import stats  # noqa: E402
 
 TOPO = npvm.Topology(4, mem_mb=512, cpus=1)
 BUSY = "--mb 320 --interleave 0-3 --no-thp --sweep --duty 50 --no-pin"
@@ -108,25 +109,10 @@ esac
 """
 
 
-def stats(xs):
-    """mmtests-style: min, mean, trimmed mean, sample stddev, max."""
-    xs = sorted(x for x in xs if x is not None)
-    n = len(xs)
-    if not n:
-        return None
-    mean = sum(xs) / n
-    cut = max(1, int(n * 0.1)) if n >= 5 else 0
-    trimmed = xs[cut:n - cut] if n - 2 * cut > 0 else xs
-    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
-    return {"n": n, "min": xs[0], "mean": mean, "trim": sum(trimmed) / len(trimmed), "sd": sd, "max": xs[-1]}
 
 
 def fmt(st, prec=1, none="never"):
-    if not st:
-        return none
-    if st["n"] == 1:
-        return f"{st['mean']:.{prec}f}"
-    return "/".join(f"{st[k]:.{prec}f}" for k in ("min", "mean", "trim", "sd", "max"))
+    return benchstat.fmt(st, prec=prec, sep="/", width=0, none=none, single=True)
 
 
 def run_one(args, scenario, way):

@@ -86,6 +86,8 @@ import tempfile
 import threading
 import time
 
+from benchstat import stats
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.environ.get("NP_SOURCE_ROOT", os.path.abspath(os.path.join(HERE, "..", "..")))
 
@@ -138,16 +140,6 @@ def status_kb(pid, key):
                 return int(line.split()[1])
     return None
 
-
-def stats(values):
-    v = sorted(values)
-    n = len(v)
-    k = max(1, n // 10) if n >= 5 else 0
-    trimmed = v[k:n - k] if n - 2 * k > 0 else v
-    return {
-        "min": v[0], "mean": statistics.fmean(v), "trim": statistics.fmean(trimmed),
-        "stddev": statistics.stdev(v) if n > 1 else 0.0, "max": v[-1], "n": n,
-    }
 
 
 # ---------------------------------------------------------------- the herd (runs as PID 1 of its namespace)
@@ -577,12 +569,12 @@ def pct(base, new):
 def side_by_side(title, unit, base_name, base, new_name, new):
     lines = ["%s, %s" % (title, unit),
              "%-10s %22s %22s" % ("", base_name, new_name)]
-    for key, name in (("min", "Min"), ("mean", "Mean"), ("trim", "TrimMean"), ("stddev", "Stddev"),
+    for key, name in (("min", "Min"), ("mean", "Mean"), ("trim", "TrimMean"), ("sd", "Stddev"),
                       ("max", "Max")):
         b = base[key] if base else None
         nv = new[key]
         lines.append("%-10s %12s %9s %12s %9s" % (name, fmt(b), "( 0.00%)" if b is not None else "",
-                                                 fmt(nv), pct(b, nv) if key != "stddev" else pct(b, nv)))
+                                                 fmt(nv), pct(b, nv) if key != "sd" else pct(b, nv)))
     return "\n".join(lines)
 
 
@@ -793,7 +785,7 @@ def report(results, args, nodes, numad_version, elapsed):
     for n, npd, s_np, s_pp, s_n2, pp_n2, n2, above in summary:
         rss = npd["hwm_kb"] / 1024.0
         nrss = n2["hwm_kb"] / 1024.0 if s_n2 else None
-        five = "%.0f/%.0f/%.0f/%.0f/%.0f" % (s_np["min"], s_np["mean"], s_np["trim"], s_np["stddev"], s_np["max"])
+        five = "%.0f/%.0f/%.0f/%.0f/%.0f" % (s_np["min"], s_np["mean"], s_np["trim"], s_np["sd"], s_np["max"])
         if s_n2:
             ratio = "%.2f/%.2f/%.2f" % (s_np["mean"] / s_n2["mean"], s_pp["mean"] / pp_n2["mean"], rss / nrss)
         else:

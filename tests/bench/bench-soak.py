@@ -30,7 +30,6 @@ baseline before and after, numad in the next column.
 """
 import argparse
 import json
-import math
 import os
 import sys
 
@@ -39,6 +38,7 @@ SRC = os.environ.get("NP_SOURCE_ROOT") or os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SRC, "tests", "vm"))
 import npvm  # noqa: E402
 import test_soak  # noqa: E402
+from benchstat import fmt, stats  # noqa: E402
 
 TOPO = npvm.Topology(4, mem_mb=384, cpus=1)
 
@@ -107,24 +107,6 @@ np_result numad.log_lines $(wc -l < /var/log/numad.log 2>/dev/null)
 kill $NUMAD
 """
 
-
-def stats(xs):
-    """mmtests-style: min, mean, trimmed mean, sample stddev, max."""
-    xs = sorted(x for x in xs if x is not None)
-    n = len(xs)
-    if not n:
-        return None
-    mean = sum(xs) / n
-    cut = max(1, int(n * 0.1)) if n >= 5 else 0
-    trimmed = xs[cut:n - cut] if n - 2 * cut > 0 else xs
-    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
-    return {"n": n, "min": xs[0], "mean": mean, "trim": sum(trimmed) / len(trimmed), "sd": sd, "max": xs[-1]}
-
-
-def fmt(st, prec=1):
-    if not st:
-        return "n/a"
-    return "  ".join(f"{st[k]:>9.{prec}f}" for k in ("min", "mean", "trim", "sd", "max"))
 
 
 def series(res, key):
