@@ -63,15 +63,8 @@ static void metrics_update(NpDaemon *d) {
 /* STATUS= for systemctl status, sent when it changes. */
 static void notify_status(NpDaemon *d) {
         NpManager *m = d->m;
-        unsigned sig = 0, held = 0;
-        GHashTableIter it;
-        gpointer v;
-        g_hash_table_iter_init(&it, m->processes);
-        while (g_hash_table_iter_next(&it, NULL, &v)) {
-                NpProcess *p = v;
-                sig += p->significant;
-                held += p->state == NP_PROC_PINNED || p->state == NP_PROC_PLACED;
-        }
+        unsigned sig, held;
+        np_manager_count(m, &sig, &held);
         g_autofree char *status = g_strdup_printf(
                 "%s%u nodes, %u significant processes, %u managed, %" G_GUINT64_FORMAT " bytes migrated",
                 m->paused ? "Paused; " : "", m->topology->nodes->len, sig, held, m->migrated_bytes);

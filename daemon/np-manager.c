@@ -214,6 +214,20 @@ bool np_manager_is_excluded(NpManager *m, const NpProcess *p) {
 #define NP_SIGNIFICANT_KEEP_CPU 0.8
 #define NP_SIGNIFICANT_KEEP_MEMORY 0.9
 
+void np_manager_count(const NpManager *m, unsigned *significant, unsigned *held) {
+        unsigned sig = 0, h = 0;
+        GHashTableIter it;
+        gpointer v;
+        g_hash_table_iter_init(&it, m->processes);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const NpProcess *p = v;
+                sig += p->significant;
+                h += p->state == NP_PROC_PINNED || p->state == NP_PROC_PLACED;
+        }
+        *significant = sig;
+        *held = h;
+}
+
 bool np_manager_is_foreign(NpManager *m, const NpProcess *p) {
         if (np_process_held(p) || np_manager_is_included(m, p))
                 return false;
@@ -565,15 +579,8 @@ int np_manager_scan(NpManager *m) {
 
         /* Adaptive interval: quiet scans stretch it towards MaxScanIntervalSec,
          * any change in the set of candidates resets it. */
-        unsigned sig = 0, held = 0;
-        GHashTableIter it;
-        gpointer v;
-        g_hash_table_iter_init(&it, m->processes);
-        while (g_hash_table_iter_next(&it, NULL, &v)) {
-                const NpProcess *p = v;
-                sig += p->significant;
-                held += p->state == NP_PROC_PINNED || p->state == NP_PROC_PLACED;
-        }
+        unsigned sig, held;
+        np_manager_count(m, &sig, &held);
         m->held_last = held;
         uint64_t old_interval = m->scan_interval_usec;
         if (candidates_changed || sig != m->significant_count_last)

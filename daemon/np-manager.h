@@ -176,6 +176,10 @@ bool np_manager_is_excluded(NpManager *m, const NpProcess *p);
  * a container's cpuset) and neither the daemon holds it nor Include= names
  * it: the policy leaves it alone (State "foreign"). */
 bool np_manager_is_foreign(NpManager *m, const NpProcess *p);
+
+/* How many known processes are significant and how many are held (pinned or
+ * placed) right now. */
+void np_manager_count(const NpManager *m, unsigned *significant, unsigned *held);
 /* Recompute p's significance and excluded state after an action changed
  * the Include/Exclude sets; reads its details when it became significant.
  * 0 or -ESRCH (vanished). */
