@@ -205,6 +205,11 @@ static bool pace_sleep(uint64_t usec, const gint *cancel) {
 }
 
 int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, const gint *cancel, NpMigrateResult *r) {
+        return np_migrate_execute_from(pid, plan, NULL, max_rate, cancel, r);
+}
+
+int np_migrate_execute_from(pid_t pid, const GArray *plan, const NpNumaMaps *before, uint64_t max_rate,
+                            const gint *cancel, NpMigrateResult *r) {
         g_return_val_if_fail(r, -EINVAL);
 
         memset(r, 0, sizeof(*r));
@@ -217,7 +222,11 @@ int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, const g
                 return r->error;
         }
 
-        int k = read_maps(pid, &r->before);
+        int k = 0;
+        if (before)
+                np_numa_maps_copy(before, &r->before);
+        else
+                k = read_maps(pid, &r->before);
         if (k == -ESRCH) {
                 log_debug("pid %d is gone, migration plan dropped", (int) pid);
                 maps_set_empty(&r->after);

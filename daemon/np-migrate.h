@@ -65,6 +65,11 @@ void np_migrate_result_clear(NpMigrateResult *r);
  * (possibly empty) NpNumaMaps with a non-NULL per_node array.
  */
 int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, const gint *cancel, NpMigrateResult *r);
+/* The same, with the process's numa_maps as read just before by the caller
+ * (copied into r->before) instead of reading it again; NULL reads it. A
+ * process that is gone is then found by the first migrate_pages() call. */
+int np_migrate_execute_from(pid_t pid, const GArray *plan, const NpNumaMaps *before, uint64_t max_rate,
+                            const gint *cancel, NpMigrateResult *r);
 
 /*
  * moved_bytes, from numa_maps truth, chain-aware (pure). The first n_done

@@ -45,6 +45,7 @@ void np_move_free(NpMove *mv) {
         if (mv->plan)
                 g_array_unref(mv->plan);
         np_migrate_result_clear(&mv->result);
+        np_numa_maps_clear(&mv->before);
         if (mv->data_free)
                 mv->data_free(mv->data);
         g_free(mv);
@@ -55,7 +56,8 @@ static gpointer worker(gpointer data) {
         NpMove *mv = m->running;
         uint64_t one = 1;
 
-        mv->r = np_migrate_execute(mv->pid, mv->plan, mv->max_rate, &m->cancel, &mv->result);
+        mv->r = np_migrate_execute_from(mv->pid, mv->plan, mv->have_before ? &mv->before : NULL, mv->max_rate,
+                                        &m->cancel, &mv->result);
         /* Wake the main loop. An eventfd counter write of 1 cannot block. */
         while (write(m->efd, &one, sizeof one) < 0 && errno == EINTR)
                 ;

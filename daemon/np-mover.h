@@ -38,6 +38,10 @@ typedef struct NpMove {
         uint64_t starttime;
         GArray *plan; /* NpMovePair; set by prepare(), owned */
         uint64_t max_rate; /* bytes per second, 0 = unlimited */
+        /* numa_maps as prepare() read it, when it did (the worker then does
+         * not read it again before the plan); owned */
+        NpNumaMaps before;
+        bool have_before;
         int r; /* np_migrate_execute()'s return, prepare()'s error, or
                 * -ECANCELED when cancelled before it started */
         bool started; /* the worker ran it (result is meaningful) */

@@ -104,6 +104,11 @@ static int prepare(NpMove *mv, void *userdata) {
         np_mask_and(q->from, m->topology->online);
         mv->plan = np_plan_migration_present(q->from, q->nodes, m->config->skip_overlapping_nodes, present);
         mv->max_rate = m->config->max_rate;
+        /* the worker starts from this read (confine() moves no page) rather
+         * than reading the same numa_maps again: for a 320 MB process under
+         * TCG each read costs about 0.1 s of the daemon's CPU */
+        np_numa_maps_copy(&p->maps, &mv->before);
+        mv->have_before = true;
 
         g_autoptr(NpMask) cpus = cpus_for(m, q->nodes);
         int r = np_backend_confine(m->backend, q->pid, q->starttime, q->nodes, cpus, &e);
@@ -130,7 +135,18 @@ static uint64_t kernel_moved_bytes(const NpMove *mv, const NpMask *nodes) {
         uint64_t moved = 0;
         const GArray *after = mv->result.after.per_node;
 
-        if (!after || np_read_numa_maps(mv->pid, &final) < 0) {
+        if (!after)
+                return 0;
+        /* nothing was left outside the target after the daemon's own plan:
+         * the kernel had nothing to move, and numa_maps need not be read */
+        bool outside = false;
+        for (guint i = 0; i < after->len && !outside; i++) {
+                const NpNodeBytes *nb = &g_array_index(after, NpNodeBytes, i);
+                outside = !np_mask_test(nodes, nb->node) && nb->bytes > 0;
+        }
+        if (!outside)
+                return 0;
+        if (np_read_numa_maps(mv->pid, &final) < 0) {
                 np_numa_maps_clear(&final);
                 return 0;
         }

@@ -515,6 +515,13 @@ void np_numa_maps_clear(NpNumaMaps *m) {
         memset(m, 0, sizeof(*m));
 }
 
+void np_numa_maps_copy(const NpNumaMaps *src, NpNumaMaps *dst) {
+        *dst = *src;
+        dst->per_node = g_array_new(FALSE, FALSE, sizeof(NpNodeBytes));
+        if (src->per_node && src->per_node->len)
+                g_array_append_vals(dst->per_node, src->per_node->data, src->per_node->len);
+}
+
 uint64_t np_numa_maps_node_bytes(const NpNumaMaps *m, unsigned node) {
         for (unsigned i = 0; m && m->per_node && i < m->per_node->len; i++) {
                 const NpNodeBytes *nb = &g_array_index(m->per_node, NpNodeBytes, i);

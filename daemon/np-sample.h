@@ -121,6 +121,9 @@ typedef struct {
  * (idempotent). */
 int np_parse_numa_maps(const char *buf, NpNumaMaps *out);
 void np_numa_maps_clear(NpNumaMaps *m);
+/* A deep copy of src into dst (overwritten, not freed first); dst->per_node
+ * is never NULL afterwards. */
+void np_numa_maps_copy(const NpNumaMaps *src, NpNumaMaps *dst);
 /* Bytes on one node (0 when absent). */
 uint64_t np_numa_maps_node_bytes(const NpNumaMaps *m, unsigned node);
 /* Nodes holding any page. Caller frees. */
