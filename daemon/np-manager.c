@@ -355,7 +355,7 @@ static void process_gone(NpManager *m, NpProcess *p) {
 /* Seconds since boot (/proc/uptime), 0 when unknown (fixture trees). */
 static double read_uptime(void) {
         g_autofree char *buf = NULL;
-        if (np_read_file("/proc/uptime", &buf, NULL) < 0)
+        if (np_read_file_kept("/proc/uptime", &buf, NULL) < 0)
                 return 0.0;
         return g_ascii_strtod(buf, NULL);
 }
@@ -405,7 +405,7 @@ static bool scan_processes(NpManager *m) {
         uint64_t now = np_now_usec(CLOCK_MONOTONIC);
         bool changed = false;
         bool cgroup_rules = np_config_has_cgroup_entries(m->config);
-        double uptime = read_uptime();
+        double uptime = -1.0; /* read when a new process needs it */
 
         /* every PID, the cheap way (np-proc-table.h); details for the significant */
         int r = np_proc_table_scan(m->proc_table, m->config->min_process_memory, wants_stat, m);
@@ -444,6 +444,8 @@ static bool scan_processes(NpManager *m) {
                 double cpu = e->cpu_usage, before = p->cpu_usage;
                 p->cpu_estimated = false;
                 if (e->new_this_scan && cpu == 0.0) {
+                        if (uptime < 0.0)
+                                uptime = read_uptime();
                         cpu = young_cpu(m, e, uptime);
                         p->cpu_estimated = cpu > 0.0;
                 }
@@ -491,7 +493,7 @@ static bool scan_processes(NpManager *m) {
 static void refresh_topology(NpManager *m) {
         g_autofree char *buf = NULL;
         g_autoptr(NpMask) online = NULL;
-        if (m->topology->synthetic || np_read_file("/sys/devices/system/node/online", &buf, NULL) < 0 ||
+        if (m->topology->synthetic || np_read_file_kept("/sys/devices/system/node/online", &buf, NULL) < 0 ||
             np_mask_parse(buf, &online) < 0 || np_mask_equal(online, m->topology->online))
                 return;
         g_autoptr(GError) e = NULL;
@@ -567,7 +569,8 @@ int np_manager_scan(NpManager *m) {
         bool candidates_changed = scan_processes(m);
 
         guint64 nb = 0;
-        if (np_read_u64("/proc/sys/kernel/numa_balancing", &nb) == 0 && (unsigned) nb != m->kernel_numa_balancing) {
+        if (np_read_u64_kept("/proc/sys/kernel/numa_balancing", &nb) == 0 &&
+            (unsigned) nb != m->kernel_numa_balancing) {
                 m->kernel_numa_balancing = (unsigned) nb;
                 np_manager_changed(m, NP_MANAGER_NUMA_BALANCING);
         }

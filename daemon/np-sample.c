@@ -143,7 +143,7 @@ int np_sample_nodes(const NpTopology *t, bool inactive_file_is_free, const GArra
                 ticks_out = own_ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
 
         g_autofree char *stat = NULL;
-        int r = np_read_file("/proc/stat", &stat, NULL);
+        int r = np_read_file_kept("/proc/stat", &stat, NULL);
         if (r < 0)
                 return r;
         r = np_parse_proc_stat(stat, ticks_out);
@@ -160,10 +160,13 @@ int np_sample_nodes(const NpTopology *t, bool inactive_file_is_free, const GArra
                 };
 
                 g_autofree char *mi = NULL;
-                if (t->synthetic)
-                        r = np_read_file("/proc/meminfo", &mi, NULL);
-                else
-                        r = np_read_filef(&mi, NULL, "/sys/devices/system/node/node%u/meminfo", n->id);
+                if (t->synthetic) {
+                        r = np_read_file_kept("/proc/meminfo", &mi, NULL);
+                } else {
+                        char path[64];
+                        snprintf(path, sizeof path, "/sys/devices/system/node/node%u/meminfo", n->id);
+                        r = np_read_file_kept(path, &mi, NULL);
+                }
                 if (r < 0)
                         return r;
                 uint64_t v;

@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 static char *root_prefix;
+static GHashTable *kept_files; /* path -> fd (GINT_TO_POINTER(fd + 1)) */
 
 void np_sysroot_set(const char *root) {
+        np_kept_files_close();
         /* strip trailing slashes so "/x/" + "/proc" stays tidy; "//" is "/" */
         size_t n = root ? strlen(root) : 0;
         while (n > 0 && root[n - 1] == '/')
@@ -42,10 +44,9 @@ char *np_path(const char *fmt, ...) {
         return p;
 }
 
-static int read_all(const char *full, char **contents, size_t *len) {
-        int fd = open(full, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
+/* The whole of fd: from its position with read(), or from offset 0 with
+ * pread() (for a kept file; the file position is then not used). */
+static int read_fd(int fd, bool from_start, char **contents, size_t *len) {
         size_t cap = 4096, n = 0;
         char *buf = g_malloc(cap);
         for (;;) {
@@ -53,12 +54,11 @@ static int read_all(const char *full, char **contents, size_t *len) {
                         cap *= 2;
                         buf = g_realloc(buf, cap);
                 }
-                ssize_t k = read(fd, buf + n, cap - n - 1);
+                ssize_t k = from_start ? pread(fd, buf + n, cap - n - 1, (off_t) n) : read(fd, buf + n, cap - n - 1);
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
                         int r = -errno;
-                        close(fd);
                         g_free(buf);
                         return r;
                 }
@@ -66,12 +66,63 @@ static int read_all(const char *full, char **contents, size_t *len) {
                         break;
                 n += (size_t) k;
         }
-        close(fd);
         buf[n] = '\0';
         *contents = buf;
         if (len)
                 *len = n;
         return 0;
+}
+
+static int read_all(const char *full, char **contents, size_t *len) {
+        int fd = open(full, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        int r = read_fd(fd, false, contents, len);
+        close(fd);
+        return r;
+}
+
+int np_read_file_kept(const char *path, char **contents, size_t *len) {
+        if (!np_sysroot_is_real())
+                return np_read_file(path, contents, len);
+        if (!kept_files)
+                kept_files = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        gpointer v = g_hash_table_lookup(kept_files, path);
+        if (v) {
+                int r = read_fd(GPOINTER_TO_INT(v) - 1, true, contents, len);
+                if (r == 0)
+                        return 0;
+                /* gone stale (an offline node's file): open it again */
+                close(GPOINTER_TO_INT(v) - 1);
+                g_hash_table_remove(kept_files, path);
+        }
+        if (g_hash_table_size(kept_files) >= NP_KEPT_FILES_MAX)
+                return np_read_file(path, contents, len);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        int r = read_fd(fd, true, contents, len);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        g_hash_table_insert(kept_files, g_strdup(path), GINT_TO_POINTER(fd + 1));
+        return 0;
+}
+
+unsigned np_kept_files_count(void) {
+        return kept_files ? g_hash_table_size(kept_files) : 0;
+}
+
+void np_kept_files_close(void) {
+        if (!kept_files)
+                return;
+        GHashTableIter it;
+        gpointer v;
+        g_hash_table_iter_init(&it, kept_files);
+        while (g_hash_table_iter_next(&it, NULL, &v))
+                close(GPOINTER_TO_INT(v) - 1);
+        g_clear_pointer(&kept_files, g_hash_table_destroy);
 }
 
 int np_read_file(const char *path, char **contents, size_t *len) {
@@ -87,11 +138,7 @@ int np_read_filef(char **contents, size_t *len, const char *fmt, ...) {
         return read_all(full, contents, len);
 }
 
-int np_read_u64(const char *path, guint64 *out) {
-        g_autofree char *buf = NULL;
-        int r = np_read_file(path, &buf, NULL);
-        if (r < 0)
-                return r;
+static int parse_u64(char *buf, guint64 *out) {
         char *end;
         const char *s = g_strstrip(buf);
         /* strtoull() would silently wrap "-1" to 2^64-1 */
@@ -103,4 +150,16 @@ int np_read_u64(const char *path, guint64 *out) {
                 return -EINVAL;
         *out = v;
         return 0;
+}
+
+int np_read_u64(const char *path, guint64 *out) {
+        g_autofree char *buf = NULL;
+        int r = np_read_file(path, &buf, NULL);
+        return r < 0 ? r : parse_u64(buf, out);
+}
+
+int np_read_u64_kept(const char *path, guint64 *out) {
+        g_autofree char *buf = NULL;
+        int r = np_read_file_kept(path, &buf, NULL);
+        return r < 0 ? r : parse_u64(buf, out);
 }

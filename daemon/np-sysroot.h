@@ -31,3 +31,21 @@ int np_read_filef(char **contents, size_t *len, const char *fmt, ...) G_GNUC_PRI
 /* Read a file that holds a single unsigned decimal integer. 0 or -errno
  * (-EINVAL for anything else, including a sign). */
 int np_read_u64(const char *path, guint64 *out);
+
+/*
+ * The same for the machine-wide files read every scan (/proc/stat, the nodes'
+ * meminfo, node/online, numa_balancing, uptime): on the real root the file
+ * is opened once and kept, and each read is a pread() from offset 0, which
+ * makes the kernel generate it afresh; that saves an open() and a close()
+ * per file per scan. At most NP_KEPT_FILES_MAX are kept (beyond that, and
+ * below a fixture root, whose files tests replace between scans, it is an
+ * ordinary open/read/close). A kept file that fails to read (a node went
+ * offline) is closed and opened once more. Never for /proc/<pid> files.
+ */
+#define NP_KEPT_FILES_MAX 64
+int np_read_file_kept(const char *path, char **contents, size_t *len);
+int np_read_u64_kept(const char *path, guint64 *out);
+/* How many files are kept open now; close them all (np_sysroot_set() does,
+ * since the root changes). */
+unsigned np_kept_files_count(void);
+void np_kept_files_close(void);

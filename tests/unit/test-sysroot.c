@@ -120,10 +120,65 @@ static void test_read_large_and_empty(void) {
         g_string_free(s, TRUE);
 }
 
+/* Kept files: the real root keeps /proc/uptime open and reads it afresh each
+ * time (no new descriptor); a kept file that can no longer be read is opened
+ * again; below a fixture root nothing is kept, and each read sees a
+ * replaced file. */
+static unsigned open_fds(void) {
+        g_autoptr(GDir) d = g_dir_open("/proc/self/fd", 0, NULL);
+        g_assert_nonnull(d);
+        unsigned n = 0;
+        while (g_dir_read_name(d))
+                n++;
+        return n;
+}
+
+static void test_kept(void) {
+        np_sysroot_set(NULL);
+        g_assert_cmpuint(np_kept_files_count(), ==, 0);
+        g_autofree char *a = NULL, *b = NULL;
+        g_assert_cmpint(np_read_file_kept("/proc/uptime", &a, NULL), ==, 0);
+        g_assert_cmpuint(np_kept_files_count(), ==, 1);
+        unsigned fds = open_fds();
+        g_usleep(20000);
+        g_assert_cmpint(np_read_file_kept("/proc/uptime", &b, NULL), ==, 0);
+        g_assert_cmpuint(open_fds(), ==, fds);
+        g_assert_cmpfloat(g_ascii_strtod(b, NULL), >, g_ascii_strtod(a, NULL)); /* generated again */
+        guint64 v;
+        g_assert_cmpint(np_read_u64_kept("/proc/sys/kernel/pid_max", &v), ==, 0);
+        g_assert_cmpuint(v, >, 0);
+        g_assert_cmpuint(np_kept_files_count(), ==, 2);
+        g_assert_cmpint(np_read_file_kept("/nonexistent", &a, NULL), ==, -ENOENT);
+        g_assert_cmpuint(np_kept_files_count(), ==, 2);
+
+        /* a fixture root: nothing kept, np_sysroot_set() closed the others */
+        g_autofree char *dir = g_dir_make_tmp("np-kept-XXXXXX", NULL);
+        g_autofree char *procdir = g_build_filename(dir, "proc", NULL);
+        g_assert_cmpint(g_mkdir(procdir, 0755), ==, 0);
+        g_autofree char *f = g_build_filename(procdir, "uptime", NULL);
+        g_assert_true(g_file_set_contents(f, "1.00 1.00\n", -1, NULL));
+        np_sysroot_set(dir);
+        g_assert_cmpuint(np_kept_files_count(), ==, 0);
+        g_autofree char *c = NULL, *d = NULL;
+        g_assert_cmpint(np_read_file_kept("/proc/uptime", &c, NULL), ==, 0);
+        g_assert_cmpstr(c, ==, "1.00 1.00\n");
+        g_assert_true(g_file_set_contents(f, "2.00 2.00\n", -1, NULL)); /* a new file (rename) */
+        g_assert_cmpint(np_read_file_kept("/proc/uptime", &d, NULL), ==, 0);
+        g_assert_cmpstr(d, ==, "2.00 2.00\n");
+        g_assert_cmpuint(np_kept_files_count(), ==, 0);
+        np_sysroot_set(NULL);
+        g_unlink(f);
+        g_rmdir(procdir);
+        g_rmdir(dir);
+        np_kept_files_close();
+        g_assert_cmpuint(np_kept_files_count(), ==, 0);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/sysroot/prefix", test_prefix);
         g_test_add_func("/sysroot/read", test_read);
         g_test_add_func("/sysroot/read-large-and-empty", test_read_large_and_empty);
+        g_test_add_func("/sysroot/kept", test_kept);
         return g_test_run();
 }
