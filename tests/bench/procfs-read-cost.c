@@ -5,8 +5,10 @@
  * would cost.  Used by bench-scan.py (which runs it with its N sleepers in
  * place); also runs alone:
  *
- *     build-bench/tests/bench/procfs-read-cost [REPS]
+ *     build-bench/tests/bench/procfs-read-cost [REPS [INTERVAL_MS]]
  *
+ * INTERVAL_MS (default 200, 0 leaves it out) paces the last method, the
+ * daemon's whole pattern, at one pass per interval.
  * Prints one "method us_per_process" line per method, then "pids N". */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -141,8 +143,61 @@ static double list_only(int n, int reps) {
         return (cpu_us() - t0) / reps / n;
 }
 
+/* numaplaced's whole read pattern, the way it runs: one pass every
+ * interval_ms (caches go cold in between, as they do for a daemon that scans
+ * every few seconds): rewinddir(/proc), and for every numeric entry a pread
+ * of statm on a descriptor kept open since the first pass. CPU time counts
+ * the passes only (the process CPU clock does not run while it sleeps). */
+static double paced_pattern(int n, int reps, int interval_ms) {
+        int maxpid = 0;
+        FILE *f = fopen("/proc/sys/kernel/pid_max", "r");
+        if (!f || fscanf(f, "%d", &maxpid) != 1 || maxpid <= 0)
+                maxpid = 4194304;
+        if (f)
+                fclose(f);
+        int *fds = malloc(((size_t) maxpid + 1) * sizeof(int));
+        DIR *d = opendir("/proc");
+        if (!fds || !d) {
+                free(fds);
+                if (d)
+                        closedir(d);
+                return -1;
+        }
+        for (int i = 0; i <= maxpid; i++)
+                fds[i] = -1;
+        char path[64];
+        struct dirent *e;
+        while ((e = readdir(d))) { /* the first scan: open the descriptors */
+                int pid = atoi(e->d_name);
+                if (pid <= 0 || pid > maxpid)
+                        continue;
+                snprintf(path, sizeof path, "/proc/%d/statm", pid);
+                fds[pid] = open(path, O_RDONLY | O_CLOEXEC);
+        }
+        double cpu = 0;
+        for (int r = 0; r < reps; r++) {
+                struct timespec ts = { interval_ms / 1000, (long) (interval_ms % 1000) * 1000000L };
+                nanosleep(&ts, NULL);
+                double t0 = cpu_us();
+                rewinddir(d);
+                while ((e = readdir(d))) {
+                        int pid = atoi(e->d_name);
+                        if (pid > 0 && pid <= maxpid && fds[pid] >= 0 && pread(fds[pid], buf, sizeof buf, 0) < 0)
+                                buf[0] = 0;
+                }
+                cpu += cpu_us() - t0;
+        }
+        for (int i = 0; i <= maxpid; i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        free(fds);
+        closedir(d);
+        return cpu / reps / n;
+}
+
 int main(int argc, char **argv) {
         int reps = argc > 1 ? atoi(argv[1]) : 10;
+        int interval_ms = argc > 2 ? atoi(argv[2]) : 200;
         int n = 0;
         int *pids = list_pids(&n);
         if (!pids || n == 0 || reps < 1) {
@@ -164,6 +219,8 @@ int main(int argc, char **argv) {
         printf("kept_fd_pread_stat %.3f\n", kept_pread(pids, n, reps, "stat"));
         printf("kept_fd_pread_statm %.3f\n", kept_pread(pids, n, reps, "statm"));
         printf("kept_dir_openat_statm %.3f\n", kept_dir_openat(pids, n, reps, "statm"));
+        if (interval_ms > 0)
+                printf("paced_readdir_pread_statm %.3f\n", paced_pattern(n, reps, interval_ms));
         printf("pids %d\n", n);
         free(pids);
         return 0;
