@@ -355,7 +355,7 @@ static void process_gone(NpManager *m, NpProcess *p) {
 /* Seconds since boot (/proc/uptime), 0 when unknown (fixture trees). */
 static double read_uptime(void) {
         g_autofree char *buf = NULL;
-        if (np_read_file_kept("/proc/uptime", &buf, NULL) < 0)
+        if (np_read_file("/proc/uptime", &buf, NULL) < 0)
                 return 0.0;
         return g_ascii_strtod(buf, NULL);
 }

@@ -34,7 +34,7 @@ int np_read_u64(const char *path, guint64 *out);
 
 /*
  * The same for the machine-wide files read every scan (/proc/stat, the nodes'
- * meminfo, node/online, numa_balancing, uptime): on the real root the file
+ * meminfo, node/online, numa_balancing): on the real root the file
  * is opened once and kept, and each read is a pread() from offset 0, which
  * makes the kernel generate it afresh; that saves an open() and a close()
  * per file per scan. At most NP_KEPT_FILES_MAX are kept (beyond that, and
