@@ -21,7 +21,8 @@ apt-get install -y -q --no-install-recommends \
         meson ninja-build pkg-config gcc clang libc6-dev \
         libnuma-dev libcgroup-dev libsystemd-dev libglib2.0-dev \
         dbus-daemon systemd util-linux python3 mandoc groff-base clang-format \
-        numactl numad qemu-system-x86 busybox-static valgrind
+        numactl numad qemu-system-x86 busybox-static valgrind \
+        polkitd libxml2-utils dbus-bin
 # the real Prometheus tools for the metrics file (test_observe): node_exporter
 # and promtool; their services must not start here (policy-rc.d says so for
 # the installation only)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "np-authz.h"
 #include "np-build-config.h"
 #include "np-cleanup.h"
 #include "np-log.h"
@@ -21,6 +22,7 @@ struct NpBus {
         sd_event_source *post;
         GHashTable *published; /* pid -> starttime of the Process objects announced */
         NpMask *nodes; /* Node objects announced */
+        NpAuthz *authz; /* who may call the changing methods */
 };
 
 #define MGR(userdata) (((NpBus *) (userdata))->m)
@@ -101,21 +103,12 @@ int np_bus_error_from_gerror(sd_bus_error *ret, const GError *e) {
         return -np_error_errno(code);
 }
 
-/* Methods that change state are for root only (the policy file says so too). */
-static int check_root(sd_bus_message *msg, sd_bus_error *ret) {
-        g_autoptr(sd_bus_creds) creds = NULL;
-        uid_t euid;
-        int r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &creds);
-        if (r >= 0)
-                r = sd_bus_creds_get_euid(creds, &euid);
-        if (r < 0)
-                return sd_bus_error_set_errnof(ret, r, "Cannot determine the caller's credentials: %s", strerror(-r));
-        if (euid != 0) {
-                log_notice("Refused %s() from uid %u: requires root", sd_bus_message_get_member(msg), (unsigned) euid);
-                return sd_bus_error_setf(ret, SD_BUS_ERROR_ACCESS_DENIED, "%s() requires root privileges",
-                                         sd_bus_message_get_member(msg));
-        }
-        return 0;
+/* Methods that change state: root, or whom polkit allows (np-authz.h).
+ * Returns > 0 to run the method; 0 when the verdict is pending (the handler
+ * returns 1 and is called again with the same message once polkit
+ * answered); < 0 refused, with ret set. Call it before reading arguments. */
+static int authorize(sd_bus_message *msg, void *userdata, sd_bus_error *ret) {
+        return np_authz_check(((NpBus *) userdata)->authz, msg, ret);
 }
 
 /* ---- Manager properties ------------------------------------------------- */
@@ -171,9 +164,9 @@ U64_GETTER(get_migration_failed_pages, migration_failed_pages)
 /* ---- Manager methods ---------------------------------------------------- */
 
 static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *ret) {
-        int r = check_root(msg, ret);
-        if (r < 0)
-                return r;
+        int r = authorize(msg, userdata, ret);
+        if (r <= 0)
+                return r < 0 ? r : 1;
         g_autoptr(GError) e = NULL;
         if (np_manager_reload(MGR(userdata), &e) < 0)
                 return np_bus_error_from_gerror(ret, e);
@@ -181,17 +174,17 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *ret)
 }
 
 static int method_pause(sd_bus_message *msg, void *userdata, sd_bus_error *ret) {
-        int r = check_root(msg, ret);
-        if (r < 0)
-                return r;
+        int r = authorize(msg, userdata, ret);
+        if (r <= 0)
+                return r < 0 ? r : 1;
         np_manager_pause(MGR(userdata), true);
         return sd_bus_reply_method_return(msg, NULL);
 }
 
 static int method_resume(sd_bus_message *msg, void *userdata, sd_bus_error *ret) {
-        int r = check_root(msg, ret);
-        if (r < 0)
-                return r;
+        int r = authorize(msg, userdata, ret);
+        if (r <= 0)
+                return r < 0 ? r : 1;
         np_manager_pause(MGR(userdata), false);
         return sd_bus_reply_method_return(msg, NULL);
 }
@@ -269,9 +262,9 @@ static void place_done(NpManager *m, int pid, uint64_t moved_bytes, const GError
 
 static int method_place(sd_bus_message *msg, void *userdata, sd_bus_error *ret) {
         NpManager *m = MGR(userdata);
-        int r = check_root(msg, ret);
-        if (r < 0)
-                return r;
+        int r = authorize(msg, userdata, ret);
+        if (r <= 0)
+                return r < 0 ? r : 1;
         uint32_t pid;
         g_autoptr(NpMask) nodes = NULL;
         r = sd_bus_message_read(msg, "u", &pid);
@@ -292,10 +285,11 @@ static int method_place(sd_bus_message *msg, void *userdata, sd_bus_error *ret) 
 
 typedef int (*PidAction)(NpManager *m, int pid, GError **error);
 
-static int pid_method(sd_bus_message *msg, NpManager *m, sd_bus_error *ret, PidAction action) {
-        int r = check_root(msg, ret);
-        if (r < 0)
-                return r;
+static int pid_method(sd_bus_message *msg, void *userdata, sd_bus_error *ret, PidAction action) {
+        NpManager *m = MGR(userdata);
+        int r = authorize(msg, userdata, ret);
+        if (r <= 0)
+                return r < 0 ? r : 1;
         uint32_t pid;
         r = sd_bus_message_read(msg, "u", &pid);
         if (r < 0)
@@ -309,13 +303,13 @@ static int pid_method(sd_bus_message *msg, NpManager *m, sd_bus_error *ret, PidA
 }
 
 static int method_include(sd_bus_message *msg, void *userdata, sd_bus_error *ret) {
-        return pid_method(msg, MGR(userdata), ret, np_manager_include);
+        return pid_method(msg, userdata, ret, np_manager_include);
 }
 static int method_exclude(sd_bus_message *msg, void *userdata, sd_bus_error *ret) {
-        return pid_method(msg, MGR(userdata), ret, np_manager_exclude);
+        return pid_method(msg, userdata, ret, np_manager_exclude);
 }
 static int method_forget(sd_bus_message *msg, void *userdata, sd_bus_error *ret) {
-        return pid_method(msg, MGR(userdata), ret, np_manager_forget);
+        return pid_method(msg, userdata, ret, np_manager_forget);
 }
 
 #define EMITS SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE
@@ -700,6 +694,7 @@ void np_bus_free(NpBus *b) {
         if (!b)
                 return;
         sd_event_source_disable_unref(b->post);
+        np_authz_free(b->authz); /* answers the calls still waiting for polkit */
         if (b->bus) {
                 np_bus_publish(b);
                 sd_bus_flush(b->bus);
@@ -745,6 +740,7 @@ int np_bus_new(NpManager *m, sd_event *event, NpBus **out) {
         g_autoptr(NpBus) b = g_new0(NpBus, 1);
         b->m = m;
         b->published = g_hash_table_new(g_direct_hash, g_direct_equal);
+        b->authz = np_authz_new();
         b->nodes = np_mask_copy(m->topology->online); /* announced by the enumerator from the start */
 
         int r = open_system_bus(&b->bus);

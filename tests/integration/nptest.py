@@ -54,14 +54,15 @@ MGR = ("org.numaplaced1", "/org/numaplaced1", "org.numaplaced1.Manager")
 
 class Bus:
     """A private dbus-daemon. permissive=True allows every call, to test the
-    daemon's own uid check behind the policy file."""
+    daemon's own uid check behind the policy file. extra_config: more
+    busconfig elements (an <include> of another service's policy)."""
 
-    def __init__(self, permissive=False):
+    def __init__(self, permissive=False, extra_config=""):
         self.dir = tempfile.mkdtemp(prefix="np-bus-")
         os.chmod(self.dir, 0o755)
         self.socket = os.path.join(self.dir, "system_bus_socket")
         self.address = "unix:path=" + self.socket
-        extra = PERMISSIVE if permissive else "<include>%s</include>" % POLICY
+        extra = (PERMISSIVE if permissive else "<include>%s</include>" % POLICY) + extra_config
         conf = os.path.join(self.dir, "bus.conf")
         with open(conf, "w") as f:
             f.write(BUS_CONFIG.format(socket=self.socket, extra=extra))
@@ -262,11 +263,12 @@ class Daemon:
 
 class BusTestCase(unittest.TestCase):
     permissive = False
+    bus_extra_config = ""
 
     def setUp(self):
         if os.geteuid() != 0:
             self.fail("integration tests must run as root (real cgroups, setpriv)")
-        self.bus = Bus(permissive=self.permissive)
+        self.bus = Bus(permissive=self.permissive, extra_config=self.bus_extra_config)
         self.addCleanup(self.bus.stop)
 
     def start(self, *a, **kw):

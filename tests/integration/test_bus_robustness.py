@@ -24,11 +24,11 @@ run-tests.sh runs this test under ASan with leak checking at the daemon's
 exit (where the RSS is not compared: ASan's quarantine keeps freed memory),
 and test_valgrind runs the tool against a daemon under valgrind.
 
-Two daemons: one on a fixture root (the system bus policy as shipped, so
-uid 65534's calls to changing methods end at dbus-daemon) and one on this
-machine's real cpusets (a permissive bus, so the daemon's own root check
-answers uid 65534; Place() really confines the tool's own children, which
-are released again)."""
+Two daemons: one on a fixture root (the system bus policy as shipped: uid
+65534's calls to changing methods reach the daemon, whose authorization
+refuses them, there being no polkit on the test bus) and one on this
+machine's real cpusets (a permissive bus; Place() really confines the
+tool's own children, which are released again)."""
 import os
 import re
 import subprocess
@@ -140,7 +140,7 @@ class FixtureRoot(Torture, BusTestCase):
 
 
 class RealCpusets(Torture, BusTestCase):
-    permissive = True  # uid 65534's calls reach the daemon's own root check
+    permissive = True  # uid 65534's calls reach the daemon's own authorization
 
     def test_real_cpusets(self):
         if not os.access(os.path.join(CPUSET, "tasks"), os.W_OK):
