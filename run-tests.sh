@@ -22,7 +22,7 @@ apt-get install -y -q --no-install-recommends \
         libnuma-dev libcgroup-dev libsystemd-dev libglib2.0-dev \
         dbus-daemon systemd util-linux python3 mandoc groff-base clang-format \
         numactl numad qemu-system-x86 busybox-static valgrind \
-        polkitd libxml2-utils dbus-bin
+        polkitd libxml2-utils dbus-bin mmdebstrap e2fsprogs
 # the real Prometheus tools for the metrics file (test_observe): node_exporter
 # and promtool; their services must not start here (policy-rc.d says so for
 # the installation only)

@@ -58,6 +58,9 @@ PACKAGES = {
     "dbus-daemon": "dbus-daemon",
     "busctl": "systemd",
     "gnuplot": "gnuplot-nox",
+    "mmdebstrap": "mmdebstrap",
+    "mkfs.ext4": "e2fsprogs",
+    "tar": "tar",
 }
 
 DEFAULT_CMDLINE = ["console=ttyS0", "panic=-1", "quiet", "loglevel=1", "nokaslr",

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The operator's day on a real Debian 12 system (issue 12): systemd as PID
+1, cgroup v2, 4 NUMA nodes, numaplaced installed with `meson install
+--destdir` and run by systemd under exactly its installed unit.
+
+Steps, each checked on the host:
+ 1. systemctl start: active; NodeIds 0-3 and four node objects over busctl;
+    the main process has exactly the unit's capabilities and NoNewPrivs
+    (the hardening lines did not keep it from starting or scanning).
+ 2. ScanIntervalSec edited in /etc/numaplaced.conf, systemctl reload: the
+    new value is in force.
+ 3. A broken drop-in: systemctl reload fails, the daemon stays active with
+    the old value, the journal names the file and line; removed, the next
+    reload succeeds.
+ 5. polkit: an unprivileged user reads properties but Pause() is refused;
+    a rules.d rule granting org.numaplaced1.manage to that user lets it
+    through; another user is still refused.
+ 6. systemctl stop: a transient unit's AllowedCPUs/AllowedMemoryNodes are
+    as before, nothing of the daemon's is left in /sys/fs/cgroup, and it
+    stopped cleanly.
+ 7. kill -9 of the main process: systemd restarts it (NRestarts + 1) and
+    it is active and scanning again.
+ 4. A busy 320 MB interleaved workload started as a transient service
+    (systemd-run) is placed by the policy on one node, >= 95% of its pages
+    there, and its affinity is back to every CPU after the stop. With the
+    affinity backend (Backend=auto on cgroup v2 under systemd, until the
+    systemd backend lands: then the unit's EffectiveMemoryNodes is to be
+    checked too).
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import npvm  # noqa: E402
+import sysvm  # noqa: E402
+
+SCRIPT = r"""
+set -u
+R() { echo "NPVM-R $*"; }
+M="org.numaplaced1 /org/numaplaced1 org.numaplaced1.Manager"
+prop() { busctl get-property $M "$1" 2>&1 | tr '\n' ' '; }
+as_user() { u=$1; shift; setpriv --reuid="$u" --regid="$u" --init-groups "$@"; }
+wait_active() {
+    for i in $(seq 1 120); do
+        [ "$(systemctl is-active numaplaced)" = active ] && busctl get-property $M Scans >/dev/null 2>&1 && return 0
+        sleep 0.5
+    done
+    return 1
+}
+
+R kernel "$(uname -r)"
+R cgroup "$(stat -fc %T /sys/fs/cgroup)"
+R pid1 "$(cat /proc/1/comm)"
+R boot-usec "$(systemctl show -p UserspaceTimestampMonotonic --value)"
+
+# a transient unit whose cpuset properties must come out of the day unchanged
+systemd-run --unit=work --property=AllowedCPUs=0-3 sleep 100000 >/dev/null 2>&1
+R work-before "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value work | tr '\n' ' ')"
+
+# 1. start
+systemctl start numaplaced; R start-rc $?
+wait_active; R start-active $(systemctl is-active numaplaced)
+R nodeids $(prop NodeIds)
+R tree-nodes $(busctl tree --list org.numaplaced1 | grep -c '^/org/numaplaced1/node/[0-9]*$')
+R backend $(prop Backend)
+journalctl -u numaplaced --no-pager -o cat | grep -m3 -i "backend" | while read -r l; do R backend-log "$l"; done
+MP=$(systemctl show -p MainPID --value numaplaced)
+R capeff $(awk '/^CapEff/ {print $2}' /proc/$MP/status)
+R nonewprivs $(awk '/^NoNewPrivs/ {print $2}' /proc/$MP/status)
+R seccomp $(awk '/^Seccomp:/ {print $2}' /proc/$MP/status)
+s0=$(busctl get-property $M Scans | awk '{print $2}')
+sleep 12
+R scans-advance $s0 $(busctl get-property $M Scans | awk '{print $2}')
+
+# 2. reload with an edited ScanIntervalSec
+R interval-before $(prop ScanIntervalUSec)
+# (the upper bound too, so that quiet scans do not stretch the interval)
+sed -i -e 's/^#\?ScanIntervalSec=.*/ScanIntervalSec=7/' -e 's/^#\?MaxScanIntervalSec=.*/MaxScanIntervalSec=7/' \
+    /etc/numaplaced.conf
+R conf "$(grep -E '^(Max)?ScanIntervalSec=' /etc/numaplaced.conf | tr '\n' ' ')"
+systemctl reload numaplaced; R reload-rc $?
+R interval-after $(prop ScanIntervalUSec)
+
+# 3. a broken drop-in
+mkdir -p /etc/numaplaced.conf.d
+printf '[Daemon]\nScanIntervalSec=banana\n' > /etc/numaplaced.conf.d/50-broken.conf
+systemctl reload numaplaced; R broken-reload-rc $?
+R broken-active $(systemctl is-active numaplaced)
+R broken-interval $(prop ScanIntervalUSec)
+R broken-journal $(journalctl -u numaplaced --no-pager | grep -c '50-broken.conf:2')
+journalctl -u numaplaced --no-pager | grep '50-broken.conf:2' | tail -2 | while read -r l; do R journal-line "$l"; done
+rm /etc/numaplaced.conf.d/50-broken.conf
+systemctl reload numaplaced; R fixed-reload-rc $?
+R fixed-interval $(prop ScanIntervalUSec)
+
+# 4. a busy 320 MB interleaved workload as a transient service: the policy
+# places it (by the affinity backend until the systemd backend lands), so
+# its pages move under the unit's sandbox (seccomp, capabilities, ProtectProc)
+systemd-run --unit=busy /usr/local/bin/np-workload --mb 320 --interleave 0-3 --no-thp --sweep --duty 30 \
+    --no-pin >/dev/null 2>&1
+sleep 1
+BP=$(systemctl show -p MainPID --value busy)
+R busy-pid $BP
+for i in $(seq 1 240); do
+    busctl get-property $M ManagedProcesses | grep -qw "$BP" && break
+    sleep 0.5
+done
+R busy-managed $(prop ManagedProcesses)
+PO="org.numaplaced1 /org/numaplaced1/process/$BP org.numaplaced1.Process"
+R busy-state $(busctl get-property $PO State)
+R busy-target $(busctl get-property $PO TargetNodes)
+R busy-numa $(awk '{ for (i = 2; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split(substr($i, 2), a, "="); s[a[1]] += a[2] * 4 } }
+    END { for (n in s) printf "%s=%d ", n, s[n] }' /proc/$BP/numa_maps)
+R busy-affinity "$(taskset -pc $BP)"
+R busy-effective-mems "$(systemctl show -p EffectiveMemoryNodes --value busy)"
+
+# 5. polkit
+as_user alice busctl get-property $M Scans >/dev/null 2>&1; R alice-read $?
+as_user alice busctl call $M Pause >/dev/null 2>/tmp/e; R alice-pause-norule $? "$(tr '\n' ' ' </tmp/e)"
+cat > /etc/polkit-1/rules.d/50-numaplaced-test.rules <<'EOF'
+polkit.addRule(function(action, subject) {
+    if (action.id == "org.numaplaced1.manage" && subject.user == "alice")
+        return polkit.Result.YES;
+});
+EOF
+sleep 2  # polkitd reloads its rules when the directory changes
+as_user alice busctl call $M Pause >/dev/null 2>/tmp/e; R alice-pause-rule $? "$(tr '\n' ' ' </tmp/e)"
+R paused $(prop Paused)
+as_user bob busctl call $M Resume >/dev/null 2>/tmp/e; R bob-resume-rule $? "$(tr '\n' ' ' </tmp/e)"
+busctl call $M Resume; R root-resume $?
+rm /etc/polkit-1/rules.d/50-numaplaced-test.rules
+
+# 6. stop
+systemctl stop numaplaced; R stop-rc $?
+R stopped $(systemctl is-active numaplaced)
+R stop-result $(systemctl show -p Result --value numaplaced)
+R leftover $(find /sys/fs/cgroup -name 'numaplaced*' | wc -l)
+R work-after "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value work | tr '\n' ' ')"
+R busy-affinity-after "$(taskset -pc $BP)"
+
+# 7. kill -9: systemd restarts it
+systemctl start numaplaced; wait_active
+n0=$(systemctl show -p NRestarts --value numaplaced)
+MP=$(systemctl show -p MainPID --value numaplaced)
+kill -9 $MP
+sleep 1
+for i in $(seq 1 60); do
+    NP=$(systemctl show -p MainPID --value numaplaced)
+    [ "$NP" != 0 ] && [ "$NP" != "$MP" ] && wait_active && break
+    sleep 0.5
+done
+R restart $n0 $(systemctl show -p NRestarts --value numaplaced) $MP $NP $(systemctl is-active numaplaced)
+R after-restart-nodes $(busctl tree --list org.numaplaced1 | grep -c '^/org/numaplaced1/node/[0-9]*$')
+systemctl stop numaplaced
+systemctl stop work busy
+exit 0
+"""
+
+# CAP_SYS_NICE (23), CAP_SYS_PTRACE (19), CAP_DAC_OVERRIDE (1): the unit's
+# CapabilityBoundingSet
+UNIT_CAPS = (1 << 23) | (1 << 19) | (1 << 1)
+
+
+def body():
+    topo = npvm.Topology(4, mem_mb=512, cpus=1)
+    vm = sysvm.SysVM("service-4", topo)
+    vm.add_host_file(os.environ.get("NPVM_WORKLOAD") or
+                     os.path.join(npvm.build_root(), "tests", "tools", "np-workload"), "/usr/local/bin/np-workload")
+    res = vm.run(SCRIPT, timeout=900)
+    t = npvm.Checker(res)
+    if not res.completed:
+        print(res.boot_console[-6000:])
+    t.require_completed()
+    t.eq(res.get("pid1"), "systemd", "systemd is PID 1")
+    t.eq(res.get("cgroup"), "cgroup2fs", "cgroup v2 at /sys/fs/cgroup")
+    # 1
+    t.eq(res.get("start-rc"), "0", "systemctl start numaplaced")
+    t.eq(res.get("start-active"), "active", "numaplaced is active")
+    t.eq((res.get("nodeids") or "").split(), ["au", "4", "0", "1", "2", "3"], "NodeIds over busctl")
+    t.eq(res.get("tree-nodes"), "4", "four node objects in busctl tree")
+    caps = int(res.get("capeff") or "0", 16)
+    t.eq(caps, UNIT_CAPS, "the main process has exactly the unit's capabilities (CapEff %x)" % caps)
+    t.eq(res.get("nonewprivs"), "1", "NoNewPrivs")
+    t.eq(res.get("seccomp"), "2", "a system call filter is in force")
+    s0, s1 = (int(x) for x in (res.get("scans-advance") or "0 0").split())
+    t.check(s1 > s0, f"it scans under the unit's sandbox ({s0} -> {s1} in 12 s)")
+    # 2
+    t.eq(res.get("reload-rc"), "0", "systemctl reload after editing ScanIntervalSec")
+    t.eq((res.get("interval-after") or "").split(), ["t", "7000000"], "ScanIntervalUSec after the reload")
+    # 3
+    t.check(res.get("broken-reload-rc") not in (None, "0"),
+            f"systemctl reload fails with a broken drop-in (exit {res.get('broken-reload-rc')})")
+    t.eq(res.get("broken-active"), "active", "the daemon stays active")
+    t.eq((res.get("broken-interval") or "").split(), ["t", "7000000"], "the old ScanIntervalUSec stays")
+    t.check(int(res.get("broken-journal") or "0") >= 1, "journalctl -u numaplaced names 50-broken.conf:2")
+    t.eq(res.get("fixed-reload-rc"), "0", "reload succeeds once the drop-in is gone")
+    # 4
+    bp = res.get("busy-pid")
+    t.check(bp and bp in (res.get("busy-managed") or "").split(), f"the policy placed the busy service's process {bp}")
+    t.eq(res.get("busy-state"), 's "placed"', "its State")
+    tgt = (res.get("busy-target") or "").split()
+    t.check(len(tgt) == 3 and tgt[:2] == ["au", "1"], f"one target node: {tgt}")
+    kb = {int(k): int(v) for k, v in (x.split("=") for x in (res.get("busy-numa") or "").split())}
+    total = sum(kb.values())
+    if len(tgt) == 3 and total:
+        share = kb.get(int(tgt[2]), 0) / total
+        t.check(share >= 0.95, f"{share:.3f} of its {total} kB on node {tgt[2]} (pages moved under the sandbox)")
+    t.check((res.get("busy-affinity-after") or "").endswith(": 0-3"),
+            f"its CPU affinity is back to 0-3 after stop: {res.get('busy-affinity-after')}")
+    # 5
+    t.eq(res.get("alice-read"), "0", "an unprivileged user reads properties")
+    t.check((res.get("alice-pause-norule") or "").startswith("1 "),
+            f"Pause() refused to alice without a rule: {res.get('alice-pause-norule')}")
+    t.eq((res.get("alice-pause-rule") or "").strip(), "0", "Pause() allowed to alice by a rules.d rule")
+    t.eq((res.get("paused") or "").split(), ["b", "true"], "and the daemon is paused")
+    t.check((res.get("bob-resume-rule") or "").startswith("1 "),
+            f"Resume() still refused to bob: {res.get('bob-resume-rule')}")
+    t.eq(res.get("root-resume"), "0", "root resumes")
+    # 6
+    t.eq(res.get("stop-rc"), "0", "systemctl stop numaplaced")
+    t.eq(res.get("stop-result"), "success", "it stopped cleanly")
+    t.eq(res.get("leftover"), "0", "nothing named numaplaced left in /sys/fs/cgroup")
+    t.eq(res.get("work-after"), res.get("work-before"), "the work unit's AllowedCPUs/AllowedMemoryNodes")
+    # 7
+    rs = (res.get("restart") or "").split()
+    t.check(len(rs) == 5 and int(rs[1]) == int(rs[0]) + 1 and rs[2] != rs[3] and rs[4] == "active",
+            f"kill -9: systemd restarted it (NRestarts, old and new MainPID, state: {rs})")
+    t.eq(res.get("after-restart-nodes"), "4", "the restarted daemon is on the bus")
+    return t.finish()
+
+
+if __name__ == "__main__":
+    npvm.run_test("service-4", body)
