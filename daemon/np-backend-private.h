@@ -60,7 +60,9 @@ typedef struct {
         char *(*container_for)(const NpMechanism *m, const NpMask *nodes);
 
         /* Record the leader's original container in p (new record). 0,
-         * -ESRCH when the process is gone, or another negative errno. May be
+         * -ESRCH when the process is gone, -EXDEV (after logging why) when
+         * this mechanism must not hold the process but the affinity
+         * mechanism may place it instead, or another negative errno. May be
          * NULL. */
         int (*record)(NpBackend *b, NpMechanism *m, NpStateProcess *p);
 
@@ -77,6 +79,10 @@ typedef struct {
         /* Put every live thread of p back as recorded. The identity was
          * checked by the caller. 0 or the first error (logged). */
         int (*restore)(NpBackend *b, NpMechanism *m, const NpStateProcess *p);
+        /* restore() is called for a record whose process is gone too: what
+         * the mechanism changed outlives the process (a unit's properties,
+         * which a restarted service would inherit). */
+        bool restore_when_gone;
         /* A record that held `container` was forgotten: remove the container
          * when nothing is left in it. May be NULL. */
         void (*cleanup)(NpBackend *b, NpMechanism *m, const char *container);
@@ -157,5 +163,6 @@ int np_backend_restore_affinity(const NpStateProcess *p, bool warn);
 
 /* ---- the mechanisms (one table each, listed in np-backend.c) ---- */
 
+extern const NpBackendOps np_backend_systemd_ops;
 extern const NpBackendOps np_backend_cpuset_ops;
 extern const NpBackendOps np_backend_affinity_ops;

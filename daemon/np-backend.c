@@ -19,6 +19,7 @@
 
 /* In order of preference for Backend=auto. */
 static const NpBackendOps *const mechanisms[] = {
+        &np_backend_systemd_ops,
         &np_backend_cpuset_ops,
         &np_backend_affinity_ops,
 };
@@ -70,14 +71,16 @@ static void log_released(const NpStateProcess *p, bool alive, int r, const char 
 }
 
 /* Put back a recorded process whose identity still matches, with the
- * mechanism that recorded it; otherwise only forget it. */
+ * mechanism that recorded it; otherwise only forget it, unless what the
+ * mechanism changed outlives the process (restore_when_gone: a unit's
+ * properties), which is put back all the same. */
 static int restore_process(NpBackend *b, const NpStateProcess *p, bool *was_alive) {
         NpMechanism *m;
 
         *was_alive = np_proc_alive(p->pid, p->starttime);
-        if (!*was_alive)
-                return 0;
         m = mechanism_of(b, p->backend);
+        if (!*was_alive && !(m && m->usable && m->ops->restore_when_gone))
+                return 0;
         if (!m || !m->usable) {
                 log_warning("Cannot put pid %d back: its record names the %s mechanism, which %s", (int) p->pid,
                             np_state_backend_to_string(p->backend),
@@ -370,6 +373,23 @@ int np_backend_confine(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask
                         p->orig_affinity = g_steal_pointer(&aff);
                 if (m->ops->record) {
                         r = m->ops->record(b, m, p);
+                        if (r == -EXDEV) {
+                                /* The mechanism cannot hold this process
+                                 * (it said why): the affinity mechanism
+                                 * places it, under its own record kind. */
+                                NpMechanism *fb = mechanism_of(b, NP_BACKEND_AFFINITY);
+                                np_state_remove(b->state, pid);
+                                r = -EPERM;
+                                if (fb && fb->usable && fb != m) {
+                                        log_info("Placing pid %d (%s) with the %s mechanism instead", (int) pid, comm,
+                                                 fb->ops->name);
+                                        m = fb;
+                                        p = np_state_add(b->state, pid, starttime, m->ops->kind);
+                                        if (np_thread_get_affinity(pid, &aff) == 0)
+                                                p->orig_affinity = g_steal_pointer(&aff);
+                                        r = m->ops->record ? m->ops->record(b, m, p) : 0;
+                                }
+                        }
                         if (r < 0) {
                                 np_state_remove(b->state, pid);
                                 if (r == -ESRCH) {

@@ -294,3 +294,36 @@ GArray *np_mask_to_u32_array(const NpMask *m) {
         }
         return a;
 }
+
+GByteArray *np_mask_to_bytes(const NpMask *m) {
+        GByteArray *a = g_byte_array_new();
+        int last = np_mask_last(m);
+        if (last < 0)
+                return a;
+        g_byte_array_set_size(a, (guint) last / 8 + 1);
+        memset(a->data, 0, a->len);
+        NP_MASK_FOREACH (b, m)
+                a->data[(unsigned) b / 8] |= (guint8) (1u << ((unsigned) b % 8));
+        return a;
+}
+
+int np_mask_from_bytes(const uint8_t *bytes, size_t n, NpMask **out) {
+        /* trailing zero bytes carry no bits: ignore them before the range check */
+        while (n > 0 && bytes[n - 1] == 0)
+                n--;
+        if (n > 0 && (n - 1) * 8 > NP_MASK_MAX_ID)
+                return -ERANGE;
+        NpMask *m = np_mask_new();
+        for (size_t i = 0; i < n; i++)
+                for (unsigned j = 0; j < 8; j++)
+                        if (bytes[i] & (1u << j)) {
+                                unsigned bit = (unsigned) (i * 8 + j);
+                                if (bit > NP_MASK_MAX_ID) {
+                                        np_mask_free(m);
+                                        return -ERANGE;
+                                }
+                                np_mask_set(m, bit);
+                        }
+        *out = m;
+        return 0;
+}

@@ -74,3 +74,15 @@ unsigned long *np_mask_to_ulongs(const NpMask *m, unsigned min_bits, unsigned lo
 
 /* Bits as a GArray of guint32 (for D-Bus "au"). Caller frees the array. */
 GArray *np_mask_to_u32_array(const NpMask *m);
+
+/*
+ * systemd's D-Bus form of AllowedCPUs/AllowedMemoryNodes ("ay"): a
+ * little-endian bitmask, bit (i % 8) of byte (i / 8) is id i; the empty
+ * array means "no restriction" (it is also what the empty mask encodes to).
+ * np_mask_to_bytes() gives the shortest array (no trailing zero bytes);
+ * caller frees with g_byte_array_unref().
+ * np_mask_from_bytes() accepts trailing zero bytes; returns 0 and a new mask
+ * in *out, or -ERANGE (out untouched) when a set bit exceeds NP_MASK_MAX_ID.
+ */
+GByteArray *np_mask_to_bytes(const NpMask *m);
+int np_mask_from_bytes(const uint8_t *bytes, size_t n, NpMask **out);

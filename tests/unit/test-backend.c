@@ -655,6 +655,36 @@ static void test_auto(Fixture *f, gconstpointer data) {
         g_assert_cmpint(np_backend_release_all(b), ==, 0);
 }
 
+/* Without systemd as PID 1 (this test machine), Backend=systemd refuses with
+ * the reason and Backend=auto does not pick it. Where systemd does run,
+ * Backend=systemd either works or names one of the documented reasons. */
+static void test_systemd_probe(Fixture *f, gconstpointer data) {
+        g_autoptr(NpBackend) b = NULL, a = NULL;
+        g_autoptr(GError) e = NULL, ea = NULL;
+        g_autofree char *dir = g_build_filename(f->runtime_dir, "auto", NULL);
+
+        b = np_backend_new_full(NP_BACKEND_SYSTEMD, f->runtime_dir, cg_name, &e);
+        if (!g_file_test("/run/systemd/system", G_FILE_TEST_EXISTS)) {
+                g_assert_null(b);
+                g_assert_error(e, G_FILE_ERROR, G_FILE_ERROR_FAILED);
+                g_assert_cmpstr(e->message, ==,
+                                "Backend=systemd cannot work here: systemd is not PID 1 (no /run/systemd/system)");
+        } else if (!b) {
+                g_assert_nonnull(e);
+                g_assert_true(strstr(e->message, "cgroup hierarchy is not v2") || strstr(e->message, "no system bus"));
+        } else {
+                g_assert_cmpstr(np_backend_name(b), ==, "systemd");
+        }
+        a = np_backend_new_full(NP_BACKEND_AUTO, dir, cg_name, &ea);
+        g_assert_no_error(ea);
+        g_assert_nonnull(a);
+        g_assert_cmpstr(np_backend_name(a), !=, b ? "cpuset" : "systemd");
+        if (b)
+                g_assert_cmpstr(np_backend_name(a), ==, "systemd");
+        g_assert_cmpint(np_backend_release_all(a), ==, 0);
+        rm_rf(dir);
+}
+
 static void test_affinity(Fixture *f, gconstpointer data) {
         g_autoptr(NpBackend) b = NULL;
         g_autoptr(NpMask) nodes = NULL, cpus = NULL;
@@ -880,6 +910,7 @@ int main(int argc, char **argv) {
         ADD("/backend/cpuset/gone", test_cpuset_gone);
         ADD("/backend/cpuset/error", test_cpuset_error);
         ADD("/backend/auto", test_auto);
+        ADD("/backend/systemd/probe", test_systemd_probe);
         ADD("/backend/affinity/place-release", test_affinity);
         ADD("/backend/affinity/identity", test_affinity_identity);
         ADD("/backend/affinity/damaged-state", test_damaged_state);

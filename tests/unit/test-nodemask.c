@@ -3,6 +3,7 @@
  * above 64, bad input. */
 #include <errno.h>
 #include <glib.h>
+#include <string.h>
 
 #include "np-nodemask.h"
 
@@ -161,11 +162,68 @@ static void test_set_range(void) {
         }
 }
 
+/* Encode the list `in` as systemd's "ay" and compare with the expected bytes;
+ * decode it back and compare with the mask. */
+static void assert_bytes(const char *in, const guint8 *expect, size_t n) {
+        g_autoptr(NpMask) m = NULL;
+        g_assert_cmpint(np_mask_parse(in, &m), ==, 0);
+        g_autoptr(GByteArray) a = np_mask_to_bytes(m);
+        g_assert_cmpmem(a->data, a->len, expect, n);
+        g_autoptr(NpMask) back = NULL;
+        g_assert_cmpint(np_mask_from_bytes(a->data, a->len, &back), ==, 0);
+        g_assert_true(np_mask_equal(m, back));
+}
+
+static void test_bytes(void) {
+        assert_bytes("", NULL, 0);
+        assert_bytes("0", (const guint8[]){ 0x01 }, 1);
+        assert_bytes("7", (const guint8[]){ 0x80 }, 1);
+        assert_bytes("8", (const guint8[]){ 0x00, 0x01 }, 2);
+        assert_bytes("0-3", (const guint8[]){ 0x0f }, 1);
+        assert_bytes("1,9,63,64", (const guint8[]){ 0x02, 0x02, 0, 0, 0, 0, 0, 0x80, 0x01 }, 9);
+
+        /* 1024 bits: 128 bytes of 0xff */
+        guint8 full[128];
+        memset(full, 0xff, sizeof full);
+        assert_bytes("0-1023", full, sizeof full);
+
+        /* trailing zero bytes are tolerated on decode */
+        g_autoptr(NpMask) m = NULL;
+        const guint8 padded[] = { 0x05, 0x00, 0x00, 0x00 };
+        g_assert_cmpint(np_mask_from_bytes(padded, sizeof padded, &m), ==, 0);
+        g_autofree char *s = np_mask_format(m);
+        g_assert_cmpstr(s, ==, "0,2");
+
+        /* all-zero array = empty mask */
+        g_autoptr(NpMask) z = NULL;
+        const guint8 zeros[] = { 0, 0 };
+        g_assert_cmpint(np_mask_from_bytes(zeros, sizeof zeros, &z), ==, 0);
+        g_assert_true(np_mask_empty(z));
+
+        /* an id above NP_MASK_MAX_ID is refused, out untouched */
+        size_t big = NP_MASK_MAX_ID / 8 + 2;
+        g_autofree guint8 *huge = g_new0(guint8, big);
+        huge[big - 1] = 0x01;
+        NpMask *sentinel = (NpMask *) 0x1, *o = sentinel;
+        g_assert_cmpint(np_mask_from_bytes(huge, big, &o), ==, -ERANGE);
+        g_assert_true(o == sentinel);
+
+        /* round trip of a sparse large mask */
+        g_autoptr(NpMask) r = NULL;
+        g_assert_cmpint(np_mask_parse("0,2,5,9,70,511-513,1000", &r), ==, 0);
+        g_autoptr(GByteArray) ra = np_mask_to_bytes(r);
+        g_assert_cmpuint(ra->len, ==, 1000 / 8 + 1);
+        g_autoptr(NpMask) rb = NULL;
+        g_assert_cmpint(np_mask_from_bytes(ra->data, ra->len, &rb), ==, 0);
+        g_assert_true(np_mask_equal(r, rb));
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/nodemask/roundtrip", test_roundtrip);
         g_test_add_func("/nodemask/bad-input", test_bad_input);
         g_test_add_func("/nodemask/ops", test_ops);
         g_test_add_func("/nodemask/set-range", test_set_range);
+        g_test_add_func("/nodemask/systemd-bytes", test_bytes);
         return g_test_run();
 }
