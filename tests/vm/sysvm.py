@@ -97,7 +97,10 @@ def base_image():
             return tarball, kernel, initrd
         npvm.log(f"building the Debian {SUITE} image with mmdebstrap ({', '.join(PACKAGES)})")
         t0 = time.monotonic()
-        part = tarball + ".part"
+        # mmdebstrap picks the output format from the name: it must end in .tar
+        part = os.path.join(cache, f"sysvm-{key}.part.tar")
+        if os.path.lexists(part):
+            shutil.rmtree(part) if os.path.isdir(part) else os.unlink(part)
         cmd = ["mmdebstrap", "--mode=root", "--variant=minbase", "--include=" + ",".join(PACKAGES)]
         cmd += [f"--dpkgopt={o}" for o in DPKG_OPTS]
         cmd += [SUITE, part]
@@ -109,7 +112,7 @@ def base_image():
             r = npvm._run(["tar", "-xf", part, "-C", d, "--wildcards", "./boot/vmlinuz-*",
                            "./boot/initrd.img-*"])
             if r.returncode != 0:
-                raise npvm.HarnessError(f"no kernel or initramfs in the image:\n{r.stdout}")
+                raise npvm.HarnessError(f"no kernel or initramfs in the image (tar exit {r.returncode}):\n{r.stdout}")
             boot = os.path.join(d, "boot")
             vm = sorted(f for f in os.listdir(boot) if f.startswith("vmlinuz-"))
             ir = sorted(f for f in os.listdir(boot) if f.startswith("initrd.img-"))

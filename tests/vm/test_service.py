@@ -19,14 +19,16 @@ Steps, each checked on the host:
  6. systemctl stop: a transient unit's AllowedCPUs/AllowedMemoryNodes are
     as before, nothing of the daemon's is left in /sys/fs/cgroup, and it
     stopped cleanly.
- 7. kill -9 of the main process: systemd restarts it (NRestarts + 1) and
-    it is active and scanning again.
+ 7. With the workload placed on node 1 by Place(), kill -9 of the main process: systemd
+    restarts it (NRestarts + 1), it is on the bus, and the unit is either
+    put back or managed by the new instance; after the last stop it is as
+    it was.
  4. A busy 320 MB interleaved workload started as a transient service
-    (systemd-run) is placed by the policy on one node, >= 95% of its pages
-    there, and its affinity is back to every CPU after the stop. With the
-    affinity backend (Backend=auto on cgroup v2 under systemd, until the
-    systemd backend lands: then the unit's EffectiveMemoryNodes is to be
-    checked too).
+    (systemd-run) is placed by the policy through the systemd backend
+    (Backend=auto): the unit's AllowedCPUs/AllowedMemoryNodes and
+    EffectiveMemoryNodes are the one target node, >= 95% of its pages are
+    there, the state file records the unit and its originals; after the
+    stop the unit's properties are the originals again.
 """
 import os
 import sys
@@ -102,11 +104,14 @@ systemd-run --unit=busy /usr/local/bin/np-workload --mb 320 --interleave 0-3 --n
 sleep 1
 BP=$(systemctl show -p MainPID --value busy)
 R busy-pid $BP
-for i in $(seq 1 240); do
+R busy-before "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value busy | tr '\n' ' ')"
+t0=$(date +%s)
+for i in $(seq 1 480); do
     busctl get-property $M ManagedProcesses | grep -qw "$BP" && break
     sleep 0.5
 done
 R busy-managed $(prop ManagedProcesses)
+R busy-placed-after-s $(( $(date +%s) - t0 ))
 PO="org.numaplaced1 /org/numaplaced1/process/$BP org.numaplaced1.Process"
 R busy-state $(busctl get-property $PO State)
 R busy-target $(busctl get-property $PO TargetNodes)
@@ -114,6 +119,8 @@ R busy-numa $(awk '{ for (i = 2; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split(sub
     END { for (n in s) printf "%s=%d ", n, s[n] }' /proc/$BP/numa_maps)
 R busy-affinity "$(taskset -pc $BP)"
 R busy-effective-mems "$(systemctl show -p EffectiveMemoryNodes --value busy)"
+R busy-allowed "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value busy | tr '\n' ' ')"
+grep -E '^(Unit|SystemdAllowed)' /run/numaplaced/state | tr '\n' ' ' | { read -r l; R busy-state-file "$l"; }
 
 # 5. polkit
 as_user alice busctl get-property $M Scans >/dev/null 2>&1; R alice-read $?
@@ -138,9 +145,14 @@ R stop-result $(systemctl show -p Result --value numaplaced)
 R leftover $(find /sys/fs/cgroup -name 'numaplaced*' | wc -l)
 R work-after "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value work | tr '\n' ' ')"
 R busy-affinity-after "$(taskset -pc $BP)"
+R busy-after "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value busy | tr '\n' ' ')"
+R busy-lists-after $(awk '/^(Cpus|Mems)_allowed_list/ {print $2}' /proc/$BP/status)
 
 # 7. kill -9: systemd restarts it
 systemctl start numaplaced; wait_active
+# (its pages are all on one node already, so the policy leaves it: pin it)
+busctl --timeout=300 call $M Place uau $BP 1 1 >/dev/null; R busy-pin-rc $?
+R busy-replaced "$(systemctl show -p AllowedMemoryNodes --value busy)"
 n0=$(systemctl show -p NRestarts --value numaplaced)
 MP=$(systemctl show -p MainPID --value numaplaced)
 kill -9 $MP
@@ -152,6 +164,10 @@ for i in $(seq 1 60); do
 done
 R restart $n0 $(systemctl show -p NRestarts --value numaplaced) $MP $NP $(systemctl is-active numaplaced)
 R after-restart-nodes $(busctl tree --list org.numaplaced1 | grep -c '^/org/numaplaced1/node/[0-9]*$')
+R after-restart-busy "$(systemctl show -p AllowedMemoryNodes --value busy)" $(busctl get-property $M ManagedProcesses | grep -cw "$BP")
+journalctl -u numaplaced --no-pager -o cat | grep -i -m3 "recover\|state file" | while read -r l; do R recovery-log "$l"; done
+systemctl stop numaplaced
+R busy-final "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value busy | tr '\n' ' ')"
 systemctl stop numaplaced
 systemctl stop work busy
 exit 0
@@ -206,6 +222,17 @@ def body():
     if len(tgt) == 3 and total:
         share = kb.get(int(tgt[2]), 0) / total
         t.check(share >= 0.95, f"{share:.3f} of its {total} kB on node {tgt[2]} (pages moved under the sandbox)")
+    t.eq(res.get("backend"), 's "systemd"', "Backend=auto picked the systemd backend (systemd owns the v2 tree)")
+    t.eq(res.get("busy-before"), "  ", "the busy unit had no AllowedCPUs/AllowedMemoryNodes before")
+    if len(tgt) == 3:
+        # one vCPU per node here: node N's CPU is N
+        t.eq(res.get("busy-allowed"), f"{tgt[2]} {tgt[2]} ", "the unit's AllowedCPUs and AllowedMemoryNodes")
+        t.eq(res.get("busy-effective-mems"), tgt[2], "systemctl show -p EffectiveMemoryNodes: one node")
+    t.check("Unit=busy.service" in (res.get("busy-state-file") or ""),
+            f"the state file records the unit and its originals: {res.get('busy-state-file')}")
+    t.eq(res.get("busy-after"), "  ", "the unit's original (empty) AllowedCPUs/AllowedMemoryNodes after the stop")
+    t.eq((res.get("busy-lists-after") or "").split(), ["0-3", "0-3"],
+         "its Cpus_allowed_list and Mems_allowed_list are the whole machine again")
     t.check((res.get("busy-affinity-after") or "").endswith(": 0-3"),
             f"its CPU affinity is back to 0-3 after stop: {res.get('busy-affinity-after')}")
     # 5
@@ -227,6 +254,14 @@ def body():
     t.check(len(rs) == 5 and int(rs[1]) == int(rs[0]) + 1 and rs[2] != rs[3] and rs[4] == "active",
             f"kill -9: systemd restarted it (NRestarts, old and new MainPID, state: {rs})")
     t.eq(res.get("after-restart-nodes"), "4", "the restarted daemon is on the bus")
+    t.eq(res.get("busy-pin-rc"), "0", "Place() of the workload on node 1 before the kill")
+    t.eq(res.get("busy-replaced"), "1", "its unit's AllowedMemoryNodes then")
+    ar = (res.get("after-restart-busy") or "").split()
+    # the new instance put the unit back (empty) or holds it (managed): never
+    # a unit left narrowed that no one manages
+    t.check(ar in (["0"], ["1"]) or (len(ar) == 2 and ar[1] == "1"),
+            f"after kill -9 and restart, the unit is restored or managed: {ar}")
+    t.eq(res.get("busy-final"), "  ", "after the final stop the unit is as it was")
     return t.finish()
 
 
