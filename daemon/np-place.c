@@ -76,8 +76,12 @@ static int prepare(NpMove *mv, void *userdata) {
 
         q->t0 = np_now_usec(CLOCK_MONOTONIC);
         NpProcess *p = np_manager_process(m, q->pid);
-        /* before a move, numa_maps now: the plan needs where its pages are */
-        if (!p || p->starttime != q->starttime || np_process_refresh(p, m->topology, NP_MAPS_NOW) < 0) {
+        /* before a move, numa_maps now: the plan needs where its pages are;
+         * its resident memory just before, to know whether it grew by the
+         * time it is confined (below) */
+        NpPidStat st0 = { 0 };
+        if (!p || p->starttime != q->starttime || np_read_pid_stat(q->pid, &st0) < 0 || st0.starttime != q->starttime ||
+            np_process_refresh(p, m->topology, NP_MAPS_NOW) < 0) {
                 g_set_error(&q->error, NP_ERROR, NP_ERROR_NO_SUCH_PROCESS, "Process %d exited before it was placed",
                             q->pid);
                 return -ESRCH;
@@ -104,11 +108,6 @@ static int prepare(NpMove *mv, void *userdata) {
         np_mask_and(q->from, m->topology->online);
         mv->plan = np_plan_migration_present(q->from, q->nodes, m->config->skip_overlapping_nodes, present);
         mv->max_rate = m->config->max_rate;
-        /* the worker starts from this read (confine() moves no page) rather
-         * than reading the same numa_maps again: for a 320 MB process under
-         * TCG each read costs about 0.1 s of the daemon's CPU */
-        np_numa_maps_copy(&p->maps, &mv->before);
-        mv->have_before = true;
 
         g_autoptr(NpMask) cpus = cpus_for(m, q->nodes);
         int r = np_backend_confine(m->backend, q->pid, q->starttime, q->nodes, cpus, &e);
@@ -122,6 +121,21 @@ static int prepare(NpMove *mv, void *userdata) {
                                     q->pid, q->comm, to_s, e ? e->message : g_strerror(-r));
                 return r;
         }
+
+        /* The worker starts from this read rather than reading the same
+         * numa_maps again (for a 320 MB process under TCG each read costs
+         * about 0.1 s of the daemon's CPU), unless the process faulted pages
+         * in since it was taken: those may sit outside the target, the plan
+         * moves them, and MigratedBytes would miss them. Pages faulted after
+         * the confinement land on the target's nodes, so the worker's own
+         * read, after it, counts right. */
+        NpPidStat st1 = { 0 };
+        if (np_read_pid_stat(q->pid, &st1) == 0 && st1.starttime == q->starttime && st1.rss_pages == st0.rss_pages) {
+                np_numa_maps_copy(&p->maps, &mv->before);
+                mv->have_before = true;
+        } else
+                log_debug("pid %d: resident memory changed while it was confined; the mover reads numa_maps again",
+                          q->pid);
         return 0;
 }
 
