@@ -531,6 +531,10 @@ class CheckFailed(Exception):
     pass
 
 
+# failed checks of this process's tests, for the suite summary (run_test)
+FAILED_CHECKS = []
+
+
 class Checker:
     """Collects assertions about a Result; finish() reports and returns the
     exit code (0 pass, 1 fail) with the scenario's console attached on
@@ -579,6 +583,7 @@ class Checker:
             print(f"{len(self.failures)} check(s) failed, {self.passes} passed:")
             for f in self.failures:
                 print(f"  - {f}")
+            FAILED_CHECKS.extend(self.failures)
             return 1
         print(f"all {self.passes} checks passed")
         return 0
@@ -884,6 +889,7 @@ def run_test(name, body):
         rc = body()
     except HarnessError as e:
         print(f"npvm: FAIL: {name} cannot run: {e}", flush=True)
+        FAILED_CHECKS.append(f"cannot run: {e}")
         rc = 1
     finally:
         _kill_current()
@@ -894,6 +900,11 @@ def run_test(name, body):
         os.makedirs(tdir, exist_ok=True)
         with open(os.path.join(tdir, f"{name}.txt"), "w") as f:
             f.write(f"{start:.3f} {end:.3f} {'PASS' if rc == 0 else 'FAIL'}\n")
+        # what failed, for the summary at the end of the suite (a CI log
+        # is often read from its end)
+        with open(os.path.join(tdir, f"{name}.failed"), "w") as f:
+            for what in FAILED_CHECKS if rc != 0 else []:
+                f.write(" ".join(str(what).split())[:600] + "\n")
     except (OSError, HarnessError):
         pass
     sys.exit(rc)

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """vm suite bookends.  `summary.py start` runs first (meson priority) and
 stamps the start; `summary.py end` runs last and prints each vm test's wall
-time from this run and the suite's wall time."""
+time from this run, the checks that failed in each failing test (so that the
+end of a CI log says why) and the suite's wall time."""
 import os
 import sys
 import time
@@ -38,6 +39,15 @@ def main(mode):
     print("npvm: vm suite wall times")
     for _, name, secs, status in sorted(rows):
         print(f"  {name:28} {secs:7.1f} s  {status}")
+    for _, name, _, status in sorted(rows):
+        if status == "PASS":
+            continue
+        try:
+            with open(os.path.join(tdir, f"{name}.failed")) as f:
+                lines = [line.rstrip("\n") for line in f if line.strip()]
+        except OSError:
+            lines = []
+        print(f"npvm: {name} failed: " + ("; ".join(lines[:12]) if lines else "see its own log above"))
     fails = sum(1 for r in rows if r[3] != "PASS")
     print(f"npvm: vm suite wall time {now - t0:.1f} s for {len(rows)} tests "
           f"({len(rows) - fails} passed, {fails} failed)")

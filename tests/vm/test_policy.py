@@ -51,6 +51,9 @@ cgroup_of() { sed -n 's/^[0-9]*:cpuset:\(.*\)$/\1/p' /proc/$1/cgroup | head -n 1
 # CPU the workloads and the daemon need): the daemon's log and a monitor of
 # its signals, read once at the end.
 logged() { [ "$(grep -c "$1" /tmp/numaplaced.log)" -ge "$2" ]; }
+# every pid given has a Placed line (a move that ran out of room on its
+# node logs a second one for the rest: N lines are not N processes)
+all_placed() { for _p in "$@"; do grep -q "Placed $_p " /tmp/numaplaced.log || return 1; done; }
 # final STATE/TARGET of each pid, one result line
 states() {
 	_l=""
@@ -184,7 +187,7 @@ np_result pid.a $a
 np_result pid.b $b
 kb a.before $a
 kb b.before $b
-np_wait_for 240 logged 'Placed ' 2
+np_wait_for 240 all_placed $a $b
 states $a $b
 kb a.after $a
 kb b.after $b
@@ -237,7 +240,7 @@ np_result keep.decision.a "$(pprop $a Decision)"
 np_result keep.calls $(mprop MigrationCalls)
 sed -i 's/^KeepInterleaved=yes/KeepInterleaved=no/' /etc/np.conf
 np_capture reload busctl call $M Reload
-np_wait_for 240 logged 'Placed ' 2
+np_wait_for 240 all_placed $a $b
 states $a $b
 kb a.after $a
 kb b.after $b
@@ -269,7 +272,7 @@ for x in a b c; do
 	np_result pid.$x $p
 	eval $x=$p
 done
-np_wait_for 300 logged 'Placed ' 3
+np_wait_for 300 all_placed $a $b $c
 states $a $b $c
 """, timeout=900)
 def check_three(t, res):
@@ -382,7 +385,7 @@ np_result during.moves "$(busctl call $M Dump | grep -o 'Moves: pid [0-9]* movin
 np_capture during.advise busctl call $M Advise dt 1 268435456
 np_result during.scans "$(mprop Scans)"
 np_result during.placed $(grep -c 'Placed ' /tmp/numaplaced.log)
-np_wait_for 300 logged 'Placed ' 2
+np_wait_for 300 all_placed $a $b
 states $a $b
 """, timeout=900)
 def check_rate(t, res):
