@@ -499,13 +499,27 @@ static char *held(const Ledger *l, const NpPolicyProcess *p) {
         return NULL;
 }
 
-static NpDecision *place_or_nofit(Ledger *l, const NpPolicyProcess *p, const NpMask *prefer, const char *context) {
+/* `local_on` (may be NULL): nodes p runs on and already has its memory on
+ * (at MemoryLocalityTarget=), which are crowded: a set within them would
+ * take nodes from it without moving it anywhere better, so it is not
+ * chosen (do no harm: a process spread over every node by its own busy
+ * threads is not squeezed onto fewer when the machine gets busy). */
+static NpDecision *place_or_nofit(Ledger *l, const NpPolicyProcess *p, const NpMask *prefer, const NpMask *local_on,
+                                  const char *context) {
         /* how many nodes it needs comes from the ledger; among sets of
          * that size, one its pages can move to now */
         g_autoptr(NpMask) ideal = choose(l, p, prefer, p->left, false);
         g_autoptr(NpMask) set = ideal ? choose(l, p, prefer, p->left, true) : NULL;
         if (set && np_mask_weight(set) != np_mask_weight(ideal))
                 g_clear_pointer(&set, np_mask_free);
+        if (local_on && ideal && np_mask_subset(set ? set : ideal, local_on)) {
+                footprint(l, p, +1);
+                g_autofree char *s = fmt_mask(set ? set : ideal);
+                return decision(p->pid, NP_DECISION_KEEP, NULL,
+                                g_strdup_printf("%s, which are crowded; %s would only take nodes from it: left where "
+                                                "it is",
+                                                context, s));
+        }
         if (!ideal && needs_every_node(l, p)) {
                 footprint(l, p, +1);
                 return decision(p->pid, NP_DECISION_KEEP, NULL,
@@ -608,7 +622,7 @@ GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPo
                         continue;
                 }
                 g_autofree char *ctx = g_strdup_printf("placed on %s, which is now crowded", cur);
-                out[i] = place_or_nofit(&l, p, p->current, ctx);
+                out[i] = place_or_nofit(&l, p, p->current, NULL, ctx);
         }
 
         /* 3: the other candidates, biggest first */
@@ -632,7 +646,8 @@ GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPo
                 }
                 g_autofree char *ctx =
                         g_strdup_printf("%.0f%% of its memory is on the nodes it runs on (%s)", loc * 100.0, on);
-                out[i] = place_or_nofit(&l, p, NULL, ctx);
+                bool local = loc * 100.0 >= (double) params->memory_locality_target && p->running;
+                out[i] = place_or_nofit(&l, p, NULL, local ? p->running : NULL, ctx);
         }
 
         for (guint i = 0; i < n_procs; i++)

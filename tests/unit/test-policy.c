@@ -351,6 +351,31 @@ static void test_min_interval_and_holds(void) {
         machine_clear(&m);
 }
 
+/* Do no harm on a busy machine: four busy threads on the four 1-CPU nodes,
+ * memory interleaved over them (all local), measured at only 1.77 CPUs
+ * because the machine is busy and a foreign process fills node 1: its
+ * nodes are crowded and the three others have the room, but three of its
+ * own nodes would only take a node from it. It stays spread; without the
+ * rule it would be confined to 0,2-3. */
+static void test_local_spread_not_squeezed(void) {
+        Machine m;
+        machine_init(&m, 4, 1, 512 * MiB);
+        NpPolicyProcess *f = process(&m, 100, 1.0, "1", (unsigned[]){ 0, 320, 0, 0 });
+        f->hold = NP_HOLD_FOREIGN;
+        m.nodes[1].cpu_busy += 1.0; /* the rest of the machine's load, spread by the ledger */
+        NpPolicyProcess *w = process(&m, 200, 1.77, "0-3", (unsigned[]){ 80, 80, 80, 80 });
+        w->threads = 4;
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_keep(d, 0, "someone else");
+        assert_keep(d, 1, "0,2-3 would only take nodes from it");
+
+        /* not local (its memory elsewhere): it may go to the nodes with room */
+        w->running = mask(&m, "1");
+        g_autoptr(GPtrArray) e = decide(&m);
+        g_assert_cmpint(dec(e, 1)->kind, ==, NP_DECISION_MOVE);
+        machine_clear(&m);
+}
+
 /* A placed process stays while its nodes hold it; when another process
  * crowds them it grows onto a neighbour (no page moves) rather than
  * moving away. */
@@ -552,5 +577,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/no-move-back", test_no_move_back);
         g_test_add_func("/policy/moves-need-free-memory-now", test_moves_need_free_memory_now);
         g_test_add_func("/policy/advise", test_advise);
+        g_test_add_func("/policy/local-spread-not-squeezed", test_local_spread_not_squeezed);
         return g_test_run();
 }
