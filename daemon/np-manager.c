@@ -420,6 +420,11 @@ static bool scan_processes(NpManager *m) {
                         continue;
                 if (e->new_this_scan)
                         m->processes_seen++;
+                /* a zombie is gone for placement: its memory and threads
+                 * are, and what held it is put back (the sweep below) */
+                if (e->stat_read && e->exited)
+                        continue;
+
 
                 NpProcess *p = np_manager_process(m, pid);
                 if (p && p->starttime != e->starttime) {

@@ -134,6 +134,8 @@ static void take_stat(NpProcTable *t, NpProcEntry *e, const NpPidStat *st, uint6
         e->ticks = ticks;
         e->ticks_usec = now;
         e->threads = st->num_threads > 0 ? (unsigned) st->num_threads : 0;
+        /* a zombie leader whose other threads still run is alive */
+        e->exited = (st->state == 'Z' || st->state == 'X') && st->num_threads <= 1;
         g_strlcpy(e->comm, st->comm, sizeof e->comm);
         e->stat_read = true;
         t->totals.stat_reads++;

@@ -51,6 +51,7 @@ typedef struct {
         unsigned threads; /* at the last stat read */
         char comm[16]; /* from stat (TASK_COMM_LEN): when new, after an exec, at every stat read */
         bool stat_read; /* stat was read this scan: ticks, cpu_usage, threads are fresh */
+        bool exited; /* at the last stat read: a zombie (or dead) with no thread left running */
         bool new_this_scan; /* first seen in this scan */
 
         /* bookkeeping (read-only for callers) */

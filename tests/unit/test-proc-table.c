@@ -343,9 +343,14 @@ static void test_kept_reads(void) {
 
         /* a zombie reads as zero resident memory; once reaped it is dropped
          * although the listing (a dangling symlink here) still names it */
+        g_assert_false(find(t, big)->exited);
         kill_child(big, false);
-        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 2);
+        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, wants_pid, &big), ==, 2);
         g_assert_cmpuint(find(t, big)->rss_bytes, ==, 0);
+        /* its stat (read when asked, as for a held process) says it exited */
+        g_assert_true(find(t, big)->stat_read);
+        g_assert_true(find(t, big)->exited);
+        g_assert_false(find(t, asked)->exited);
         g_assert_cmpint(waitpid(big, NULL, 0), ==, big);
         g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
         g_assert_null(np_proc_table_lookup(t, big));
