@@ -201,9 +201,13 @@ static int op_record(NpBackend *b, NpMechanism *m, NpStateProcess *p) {
         int r;
 
         r = unit_of_pid(bus, p->pid, &unit, &path, &e);
+        if (r < 0 && !np_proc_alive(p->pid, p->starttime))
+                return -ESRCH;
         if (r < 0) {
-                log_warning("%s", e->message);
-                return r == -ENXIO || r == -ESRCH ? -ESRCH : r;
+                /* no unit systemd will name (NoUnitForPID): one the daemon
+                 * could change does not hold it either */
+                log_info("%s; placing it without systemd", e->message);
+                return -EXDEV;
         }
         if (unit_of_pid(bus, getpid(), &own, NULL, NULL) == 0 && g_strcmp0(own, unit) == 0) {
                 log_info("systemd: process %d is in the daemon's own unit %s, which the daemon does not change",

@@ -100,6 +100,7 @@ void np_manager_free(NpManager *m) {
         g_free(m->config_file);
         g_free(m->config_error);
         g_free(m->runtime_dir);
+        g_free(m->self_unit);
         g_free(m->backend_name);
         g_free(m);
 }
@@ -201,9 +202,25 @@ bool np_manager_is_included(NpManager *m, const NpProcess *p) {
                 np_config_list_match(m->config->include, (unsigned) p->pid, p->comm, p->cgroup);
 }
 
+/* With the systemd backend, a process in a unit the daemon must not change
+ * (init.scope, the daemon's own unit) is left alone, as excluded. */
+static bool in_untouchable_unit(NpManager *m, const NpProcess *p) {
+        if (!m->backend || np_backend_kind(m->backend) != NP_BACKEND_SYSTEMD || !p->unit || !p->unit[0])
+                return false;
+        if (g_str_equal(p->unit, "init.scope"))
+                return true;
+        if (!m->self_unit) {
+                g_autoptr(NpProcess) self = np_process_new(m->self_pid, 0);
+                np_process_read_cgroup(self);
+                m->self_unit = g_strdup(self->unit ? self->unit : "");
+        }
+        return m->self_unit[0] && g_str_equal(p->unit, m->self_unit);
+}
+
 bool np_manager_is_excluded(NpManager *m, const NpProcess *p) {
         return pid_in(m->excluded, p) ||
-                np_config_list_match(m->config->exclude, (unsigned) p->pid, p->comm, p->cgroup);
+                np_config_list_match(m->config->exclude, (unsigned) p->pid, p->comm, p->cgroup) ||
+                in_untouchable_unit(m, p);
 }
 
 /* Hysteresis: a significant process stays so until its CPU use falls below
@@ -228,8 +245,36 @@ void np_manager_count(const NpManager *m, unsigned *significant, unsigned *held)
         *held = h;
 }
 
+const char *np_manager_unit_of(NpManager *m, const NpProcess *p) {
+        if (!m->backend || np_backend_kind(m->backend) != NP_BACKEND_SYSTEMD || !p->unit || !p->unit[0] ||
+            g_str_equal(p->unit, "init.scope"))
+                return NULL;
+        if (!g_str_has_suffix(p->unit, ".service") && !g_str_has_suffix(p->unit, ".scope"))
+                return NULL;
+        return p->unit;
+}
+
+/* Another process of p's unit is placed or being placed by the systemd
+ * mechanism: the unit carries the daemon's AllowedCPUs/AllowedMemoryNodes,
+ * which narrow p too. */
+static bool unit_carries_daemon_values(NpManager *m, const NpProcess *p) {
+        if (!np_manager_unit_of(m, p))
+                return false;
+        GHashTableIter it;
+        gpointer v;
+        g_hash_table_iter_init(&it, m->processes);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const NpProcess *o = v;
+                if (o != p && (np_process_held(o) || o->moving_to) && g_strcmp0(o->unit, p->unit) == 0)
+                        return true;
+        }
+        return false;
+}
+
 bool np_manager_is_foreign(NpManager *m, const NpProcess *p) {
         if (np_process_held(p) || np_manager_is_included(m, p))
+                return false;
+        if (unit_carries_daemon_values(m, p))
                 return false;
         if (p->cpus_allowed && !np_mask_subset(m->topology->all_cpus, p->cpus_allowed))
                 return true;
@@ -424,7 +469,6 @@ static bool scan_processes(NpManager *m) {
                  * are, and what held it is put back (the sweep below) */
                 if (e->stat_read && e->exited)
                         continue;
-
 
                 NpProcess *p = np_manager_process(m, pid);
                 if (p && p->starttime != e->starttime) {

@@ -119,6 +119,7 @@ typedef struct NpManager {
         uint64_t placements[_NP_PLACE_REASON_MAX]; /* placements carried out, by reason */
 
         int self_pid;
+        char *self_unit; /* the daemon's own systemd unit ("" none), read when first needed */
         double self_cpu; /* CPUs the daemon used between the last two node samples */
         uint64_t self_cpu_usec; /* its user+system time at the last node sample */
         uint64_t self_cpu_at; /* CLOCK_MONOTONIC of that sample */
@@ -157,6 +158,12 @@ void np_manager_pause(NpManager *m, bool paused);
 
 /* Human-readable state (Dump(), --once). Caller frees. (np-dump.c) */
 char *np_manager_dump(NpManager *m);
+
+/* The unit whose AllowedCPUs/AllowedMemoryNodes placing p changes, or NULL:
+ * with the systemd backend, a .service or .scope other than init.scope
+ * (the systemd mechanism places a process of any other unit with the
+ * affinity one). Its processes are decided as one (np-placer.c). */
+const char *np_manager_unit_of(NpManager *m, const NpProcess *p);
 
 /* The process with this pid, or NULL. */
 NpProcess *np_manager_process(NpManager *m, int pid);

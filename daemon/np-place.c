@@ -248,6 +248,77 @@ static void clear_moving(NpManager *m, PlaceReq *q) {
                 g_clear_pointer(&p->moving_to, np_mask_free);
 }
 
+/* ---- units of several processes (the systemd mechanism) ----------------
+ * finish() sets AllowedMemoryNodes on the whole unit, and on cgroup v2 the
+ * kernel then moves the memory of every process in it, in its own order.
+ * While another process of the unit waits for its move, the daemon's own
+ * plan is to move that one too: the unit's memory nodes are set after the
+ * last of them, not after the first. */
+
+static bool same_unit(NpManager *m, const NpProcess *p, const NpProcess *o) {
+        return o != p && p->unit && p->unit[0] && g_strcmp0(o->unit, p->unit) == 0;
+}
+
+static bool unit_sibling_moving(NpManager *m, const NpProcess *p) {
+        if (!p || !np_manager_unit_of(m, p))
+                return false;
+        GHashTableIter it;
+        gpointer v;
+        g_hash_table_iter_init(&it, m->processes);
+        while (g_hash_table_iter_next(&it, NULL, &v))
+                if (same_unit(m, p, v) && ((NpProcess *) v)->moving_to)
+                        return true;
+        return false;
+}
+
+/* The move of a process of `unit` ended (however): when none of the unit's
+ * is moving any more, finish the placed ones that waited. */
+static void finish_unit(NpManager *m, const char *unit) {
+        if (!unit || !unit[0])
+                return;
+        GHashTableIter it;
+        gpointer v;
+        g_hash_table_iter_init(&it, m->processes);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const NpProcess *o = v;
+                if (g_strcmp0(o->unit, unit) == 0 && o->moving_to)
+                        return;
+        }
+        g_hash_table_iter_init(&it, m->processes);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                NpProcess *o = v;
+                if (!o->finish_deferred || g_strcmp0(o->unit, unit) != 0)
+                        continue;
+                o->finish_deferred = false;
+                if (!np_process_held(o))
+                        continue;
+                g_autoptr(GError) e = NULL;
+                if (np_backend_finish(m->backend, o->pid, o->starttime, &e) < 0 && e)
+                        log_warning("Finishing the placement of %d (%s), whose unit %s waited for its other "
+                                    "processes: %s",
+                                    o->pid, o->comm, unit, e->message);
+        }
+}
+
+/* After a move ended: finish what waited for it (p is the moved process,
+ * or NULL when its record is gone: then every unit that waits). */
+static void finish_waiting(NpManager *m, const NpProcess *p) {
+        if (p) {
+                g_autofree char *unit = p->unit ? g_strdup(p->unit) : NULL;
+                finish_unit(m, unit);
+                return;
+        }
+        g_autoptr(GPtrArray) units = g_ptr_array_new_with_free_func(g_free);
+        GHashTableIter it;
+        gpointer v;
+        g_hash_table_iter_init(&it, m->processes);
+        while (g_hash_table_iter_next(&it, NULL, &v))
+                if (((NpProcess *) v)->finish_deferred)
+                        g_ptr_array_add(units, g_strdup(((NpProcess *) v)->unit));
+        for (guint i = 0; i < units->len; i++)
+                finish_unit(m, units->pdata[i]);
+}
+
 static void done(NpMove *mv, void *userdata) {
         NpManager *m = userdata;
         PlaceReq *q = mv->data;
@@ -285,8 +356,15 @@ static void done(NpMove *mv, void *userdata) {
                 goto out;
         }
 
-        r = np_backend_finish(m->backend, q->pid, q->starttime, &fe);
-        if (r == 0) {
+        NpProcess *self = np_manager_process(m, q->pid);
+        if (self && self->starttime != q->starttime)
+                self = NULL;
+        bool defer = unit_sibling_moving(m, self);
+        r = defer ? 0 : np_backend_finish(m->backend, q->pid, q->starttime, &fe);
+        if (defer)
+                log_debug("pid %d: another process of %s is still to be moved: its memory nodes are set after it",
+                          q->pid, self->unit);
+        if (r == 0 && !defer) {
                 uint64_t k = kernel_moved_bytes(mv, q->nodes);
                 if (k) {
                         g_autofree char *to_s = np_mask_format(q->nodes);
@@ -308,6 +386,8 @@ static void done(NpMove *mv, void *userdata) {
                 goto out;
         }
         record_placed(m, q, moved, usec, mv->r < 0, &mv->result.after);
+        if (defer && self)
+                self->finish_deferred = true;
         if (mv->r < 0) {
                 g_autofree char *to_s = np_mask_format(q->nodes);
                 g_set_error(&e, NP_ERROR, NP_ERROR_MIGRATION_FAILED,
@@ -316,6 +396,7 @@ static void done(NpMove *mv, void *userdata) {
         }
 out:
         clear_moving(m, q);
+        finish_waiting(m, np_manager_process(m, q->pid));
         if (q->done)
                 q->done(m, q->pid, e ? 0 : moved, e, q->userdata);
         np_move_free(mv);

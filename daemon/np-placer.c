@@ -74,8 +74,18 @@ static bool advised_there(NpManager *m, const NpProcess *p) {
 
 static void build_procs(NpManager *m, GPtrArray *cands, GArray *out) {
         uint64_t now = np_now_usec(CLOCK_MONOTONIC);
+        g_autoptr(GHashTable) groups = g_hash_table_new(g_str_hash, g_str_equal);
         for (guint i = 0; i < cands->len; i++) {
                 const NpProcess *p = cands->pdata[i];
+                const char *unit = np_manager_unit_of(m, p);
+                unsigned group = 0;
+                if (unit) {
+                        group = GPOINTER_TO_UINT(g_hash_table_lookup(groups, unit));
+                        if (!group) {
+                                group = g_hash_table_size(groups) + 1;
+                                g_hash_table_insert(groups, (gpointer) unit, GUINT_TO_POINTER(group));
+                        }
+                }
                 NpPolicyHold hold = hold_of(m, p);
                 bool advised = hold == NP_HOLD_NONE && advised_there(m, p);
                 if (advised)
@@ -99,6 +109,7 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out) {
                         .left = p->left,
                         .since_move_usec = p->moved_usec ? now - p->moved_usec : UINT64_MAX,
                         .hold = hold,
+                        .group = group,
                 };
                 g_array_append_val(out, pp);
         }

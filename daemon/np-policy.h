@@ -77,6 +77,8 @@ typedef struct {
         const NpMask *left; /* the nodes it left at its last move, or NULL */
         uint64_t since_move_usec; /* time since its last move; UINT64_MAX = never moved */
         NpPolicyHold hold;
+        unsigned group; /* 0, or the same number for processes placed as one (the
+                         * processes of one systemd unit): see np_policy_decide() */
 } NpPolicyProcess;
 
 typedef struct {
@@ -110,6 +112,14 @@ void np_decision_free(NpDecision *d);
  * Decide for every process of `procs` (n_procs of them) on `nodes`. Returns
  * a GPtrArray of NpDecision*, one per process, in the order of `procs`.
  * Deterministic: the same snapshot gives the same decisions.
+ *
+ * Processes with the same non-zero `group` are decided as one process whose
+ * demand is their sum (CPU, memory, pages per node; the union of the nodes
+ * they run on and are confined to; the shortest time since a move) and
+ * every member gets the group's decision. The group is held by its firmest
+ * member's hold: moving, then pinned, then excluded, then placed, then
+ * foreign (a sibling narrowed by the daemon's own values on the unit is not
+ * foreign to it).
  */
 GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
                             const NpPolicyParams *params);

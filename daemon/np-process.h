@@ -92,6 +92,7 @@ typedef struct {
         uint64_t moved_usec; /* CLOCK_MONOTONIC of the last move, 0 = never */
         NpMask *left; /* the nodes it left at its last move, or NULL */
         NpMask *moving_to; /* a move of it is queued or running to these nodes */
+        bool finish_deferred; /* placed, but its unit's memory nodes wait for a sibling's move (np-place.c) */
         char *decision; /* the policy's last word on it ("" = none yet) */
 
         uint32_t changed; /* NpProcessProp bits not yet published */

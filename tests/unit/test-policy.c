@@ -376,6 +376,87 @@ static void test_local_spread_not_squeezed(void) {
         machine_clear(&m);
 }
 
+/* ---- the processes of one unit, placed as one ---------------------------- */
+
+/* Two processes of one unit whose memory is on nodes 1 and 2: alone each
+ * would stay where its memory is; as one (400 MiB, 0.6 CPU fits one node at
+ * 85%) both go to the same node. A process outside the unit is decided on
+ * its own. */
+static void test_unit_as_one(void) {
+        Machine m;
+        machine_init(&m, 4, 1, 512 * MiB);
+        NpPolicyProcess *a = process(&m, 100, 0.3, "0", (unsigned[]){ 10, 180, 10, 0 });
+        NpPolicyProcess *b = process(&m, 101, 0.3, "3", (unsigned[]){ 0, 10, 180, 10 });
+        process(&m, 200, 0.3, "0", (unsigned[]){ 0, 0, 0, 200 });
+        a->group = b->group = 7;
+        g_autoptr(GPtrArray) d = decide(&m);
+        g_assert_cmpint(dec(d, 0)->pid, ==, 100);
+        g_assert_cmpint(dec(d, 1)->pid, ==, 101);
+        g_assert_cmpint(dec(d, 0)->kind, ==, NP_DECISION_MOVE);
+        g_assert_cmpint(dec(d, 1)->kind, ==, NP_DECISION_MOVE);
+        g_assert_cmpuint(np_mask_weight(dec(d, 0)->nodes), ==, 1);
+        g_assert_true(np_mask_equal(dec(d, 0)->nodes, dec(d, 1)->nodes));
+        /* where most of the unit's pages are (node 1 or 2, 190 MiB each) */
+        g_assert_true(np_mask_test(dec(d, 0)->nodes, 1) || np_mask_test(dec(d, 0)->nodes, 2));
+        g_assert_nonnull(strstr(dec(d, 1)->why, "with the 2 processes of its unit"));
+        /* the lone one: its memory is on node 3, it runs on 0 */
+        assert_move(d, 2, "3");
+        g_assert_null(strstr(dec(d, 2)->why, "of its unit"));
+
+        /* without the group each stays with its own memory */
+        a->group = b->group = 0;
+        g_autoptr(GPtrArray) e = decide(&m);
+        assert_move(e, 0, "1");
+        assert_move(e, 1, "2");
+        machine_clear(&m);
+}
+
+/* The summed demand decides the node count: two 300 MiB processes of one
+ * unit need two nodes (600 MiB > 435 MiB at 85%), the same two for both,
+ * neighbours. */
+static void test_unit_summed_demand(void) {
+        Machine m;
+        machine_init(&m, 4, 1, 512 * MiB);
+        NpPolicyProcess *a = process(&m, 100, 0.2, "0", (unsigned[]){ 75, 75, 75, 75 });
+        NpPolicyProcess *b = process(&m, 101, 0.2, "1", (unsigned[]){ 75, 75, 75, 75 });
+        a->group = b->group = 1;
+        g_autoptr(GPtrArray) d = decide(&m);
+        g_assert_cmpint(dec(d, 0)->kind, ==, NP_DECISION_MOVE);
+        g_assert_cmpuint(np_mask_weight(dec(d, 0)->nodes), ==, 2);
+        g_assert_true(np_mask_equal(dec(d, 0)->nodes, dec(d, 1)->nodes));
+        int x = np_mask_first(dec(d, 0)->nodes), y = np_mask_next(dec(d, 0)->nodes, x);
+        g_assert_cmpint(x < 2, ==, y < 2);
+        machine_clear(&m);
+}
+
+/* A unit is held by its firmest member: one pinned keeps all where they
+ * are; one placed by the policy makes a sibling the unit's values narrowed
+ * not foreign (the unit stays placed). */
+static void test_unit_holds(void) {
+        Machine m;
+        machine_init(&m, 4, 1, 512 * MiB);
+        NpPolicyProcess *a = process(&m, 100, 0.3, "0", (unsigned[]){ 10, 180, 10, 0 });
+        NpPolicyProcess *b = process(&m, 101, 0.3, "3", (unsigned[]){ 0, 10, 180, 10 });
+        a->group = b->group = 3;
+        a->hold = NP_HOLD_PINNED;
+        a->current = mask(&m, "1");
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_keep(d, 0, "pinned");
+        assert_keep(d, 1, "pinned");
+
+        a->hold = NP_HOLD_PLACED;
+        a->since_move_usec = 600 * G_USEC_PER_SEC;
+        a->running = mask(&m, "1");
+        b->hold = NP_HOLD_FOREIGN;
+        b->running = mask(&m, "1");
+        b->per_node = a->per_node; /* its pages followed: 200 MiB on node 1 */
+        g_autoptr(GPtrArray) e = decide(&m);
+        g_assert_cmpint(dec(e, 1)->kind, !=, NP_DECISION_NOFIT);
+        g_assert_null(strstr(dec(e, 1)->why, "someone else"));
+        g_assert_nonnull(strstr(dec(e, 1)->why, "placed on 1"));
+        machine_clear(&m);
+}
+
 /* A placed process stays while its nodes hold it; when another process
  * crowds them it grows onto a neighbour (no page moves) rather than
  * moving away. */
@@ -578,5 +659,8 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/moves-need-free-memory-now", test_moves_need_free_memory_now);
         g_test_add_func("/policy/advise", test_advise);
         g_test_add_func("/policy/local-spread-not-squeezed", test_local_spread_not_squeezed);
+        g_test_add_func("/policy/unit-as-one", test_unit_as_one);
+        g_test_add_func("/policy/unit-summed-demand", test_unit_summed_demand);
+        g_test_add_func("/policy/unit-holds", test_unit_holds);
         return g_test_run();
 }

@@ -23,6 +23,16 @@ Steps, each checked on the host:
     restarts it (NRestarts + 1), it is on the bus, and the unit is either
     put back or managed by the new instance; after the last stop it is as
     it was.
+ 8. A service holding two significant 150 MB processes is placed as one:
+    both get the same target (the unit's summed demand), >= 95% of each
+    one's pages are there, the unit's AllowedCPUs/AllowedMemoryNodes are
+    that target, the state file records both. One killed: the unit keeps
+    the daemon's values; the other killed too: the unit, still running, is
+    put back.
+ 9. A process in the root cgroup (no unit the daemon may change): Place()
+    falls back to the affinity mechanism (its state record says so), and
+    the stop puts its affinity back. PID 1 (init.scope), included with
+    Include(1), is left alone: State excluded.
  4. A busy 320 MB interleaved workload started as a transient service
     (systemd-run) is placed by the policy through the systemd backend
     (Backend=auto): the unit's AllowedCPUs/AllowedMemoryNodes and
@@ -31,6 +41,7 @@ Steps, each checked on the host:
     stop the unit's properties are the originals again.
 """
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -169,13 +180,106 @@ journalctl -u numaplaced --no-pager -o cat | grep -i -m3 "recover\|state file" |
 systemctl stop numaplaced
 R busy-final "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value busy | tr '\n' ' ')"
 systemctl stop numaplaced
-systemctl stop work busy
+systemctl stop busy
+
+# 8. a unit holding two significant processes is placed as one: two 150 MB
+# interleaved workloads in one service (significant from 100 MB here)
+printf '[Placement]\nMinProcessMemory=100M\nMinProcessCPU=0.1\n' > /etc/numaplaced.conf.d/60-pair.conf
+systemctl start numaplaced; wait_active
+W="/usr/local/bin/np-workload --mb 150 --interleave 0-3 --no-thp --sweep --duty 15 --no-pin --reset-policy"
+systemd-run --unit=pair sh -c "$W & $W & exec sleep 100000" >/dev/null 2>&1
+PP=
+for i in $(seq 1 120); do
+    PP=$(for p in $(cat /sys/fs/cgroup/system.slice/pair.service/cgroup.procs 2>/dev/null); do
+        [ "$(cat /proc/$p/comm 2>/dev/null)" = np-workload ] && echo $p; done | tr '\n' ' ')
+    [ "$(echo $PP | wc -w)" = 2 ] && break
+    sleep 0.5
+done
+set -- $PP; PA=${1:-0}; PB=${2:-0}
+R pair-pids $PA $PB
+R pair-before "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value pair | tr '\n' ' ')"
+for i in $(seq 1 480); do
+    m=$(busctl get-property $M ManagedProcesses)
+    echo "$m" | grep -qw "$PA" && echo "$m" | grep -qw "$PB" && break
+    sleep 0.5
+done
+R pair-managed $(prop ManagedProcesses)
+for x in a b; do
+    [ $x = a ] && p=$PA || p=$PB
+    PO="org.numaplaced1 /org/numaplaced1/process/$p org.numaplaced1.Process"
+    R pair-target-$x $(busctl get-property $PO TargetNodes)
+    R pair-decision-$x "$(busctl get-property $PO State) $(busctl get-property $PO Decision)"
+    R pair-numa-$x $(awk '{ for (i = 2; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split(substr($i, 2), a, "="); s[a[1]] += a[2] * 4 } }
+        END { for (n in s) printf "%s=%d ", n, s[n] }' /proc/$p/numa_maps)
+done
+R pair-allowed "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value pair | tr '\n' ' ')"
+R pair-state-units $(grep -c '^Unit=pair.service' /run/numaplaced/state)
+R pair-log $(journalctl -u numaplaced --no-pager -o cat | grep -c 'Placing .*with the 2 processes of its unit')
+journalctl -u numaplaced --no-pager -o cat | grep 'Placing .*of its unit' | tail -2 | while read -r l; do R pair-log-line "$l"; done
+for x in a b; do
+    [ $x = a ] && p=$PA || p=$PB
+    journalctl -u numaplaced --no-pager -o cat | grep "^Placed $p " | tail -1 | { read -r l; R pair-placed-$x "$l"; }
+done
+# the placed processes die while their unit lives on: the unit keeps the
+# daemon's values while one of them is placed, and is put back with the last
+gone_from_managed() {
+    for i in $(seq 1 120); do
+        busctl get-property $M ManagedProcesses | grep -qw "$1" || return 0
+        sleep 0.5
+    done
+    return 1
+}
+kill $PA; gone_from_managed $PA; R pair-one-gone $?
+R pair-one-gone-allowed "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value pair | tr '\n' ' ')"
+kill $PB; gone_from_managed $PB; R pair-both-gone $?
+R pair-both-gone-allowed "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value pair | tr '\n' ' ')"
+R pair-both-gone-active $(systemctl is-active pair)
+rm -f /etc/numaplaced.conf.d/60-pair.conf
+
+# 9. a process no unit of its own can hold (moved into the root cgroup,
+# which systemd calls -.slice): Place() falls back to the affinity mechanism
+/usr/local/bin/np-workload --mb 8 --no-thp --sweep --duty 5 --no-pin >/dev/null 2>&1 &
+RP=$!
+sleep 1
+echo $RP > /sys/fs/cgroup/cgroup.procs; R root-move $?
+R root-cgroup "$(cat /proc/$RP/cgroup)"
+busctl --timeout=120 call $M Place uau $RP 1 2 >/tmp/e 2>&1; R root-place $? "$(tr '\n' ' ' </tmp/e)"
+R root-affinity "$(taskset -pc $RP)"
+awk -v p=$RP '$0 == "[process " p "]" { f = 1; next } /^\[/ { f = 0 } f && /^Backend=/' /run/numaplaced/state | { read -r l; R root-state "$l"; }
+# PID 1 (init.scope) included by hand: still left alone, as excluded
+busctl call $M Include u 1; R include1 $?
+s0=$(busctl get-property $M Scans | awk '{print $2}')
+for i in $(seq 1 60); do
+    [ $(busctl get-property $M Scans | awk '{print $2}') -ge $((s0 + 2)) ] && break
+    sleep 0.5
+done
+R pid1-state "$(busctl get-property org.numaplaced1 /org/numaplaced1/process/1 org.numaplaced1.Process State 2>&1)"
+systemctl stop numaplaced
+R root-affinity-after "$(taskset -pc $RP)"
+kill $RP
+R pair-after "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value pair | tr '\n' ' ')"
+systemctl stop work pair
+# the daemon's placements over the day, for the log of a failed run
+journalctl -u numaplaced --no-pager -o cat | grep -E 'Placing|Placed|Not placing|released|exited|fall' | tail -40 |
+    while read -r l; do R journal-placement "$l"; done
 exit 0
 """
 
 # CAP_SYS_NICE (23), CAP_SYS_PTRACE (19), CAP_DAC_OVERRIDE (1): the unit's
 # CapabilityBoundingSet
 UNIT_CAPS = (1 << 23) | (1 << 19) | (1 << 1)
+
+
+def expand(lst):
+    """A kernel list ("1-2,4") as a sorted list of numbers."""
+    out = []
+    for part in lst.split(","):
+        if "-" in part:
+            a, b = part.split("-")
+            out.extend(range(int(a), int(b) + 1))
+        elif part:
+            out.append(int(part))
+    return sorted(out)
 
 
 def body():
@@ -262,6 +366,60 @@ def body():
     t.check(ar in (["0"], ["1"]) or (len(ar) == 2 and ar[1] == "1"),
             f"after kill -9 and restart, the unit is restored or managed: {ar}")
     t.eq(res.get("busy-final"), "  ", "after the final stop the unit is as it was")
+    # 8
+    pa, pb = (res.get("pair-pids") or "0 0").split()
+    t.check(pa != "0" and pb != "0", f"the pair service runs two workloads ({pa}, {pb})")
+    managed = (res.get("pair-managed") or "").split()
+    t.check(pa in managed and pb in managed, f"both placed by the policy (ManagedProcesses {managed})")
+    ta, tb = (res.get("pair-target-a") or "").split(), (res.get("pair-target-b") or "").split()
+    t.check(len(ta) >= 3 and ta == tb, f"one target for the unit's two processes ({ta}, {tb}; "
+            f"{res.get('pair-decision-a')}; {res.get('pair-decision-b')})")
+    nodes = [int(x) for x in ta[2:]] if len(ta) >= 3 else []
+    for x in ("a", "b"):
+        kb = {int(k): int(v) for k, v in (y.split("=") for y in (res.get(f"pair-numa-{x}") or "").split())}
+        total = sum(kb.values())
+        share = sum(kb.get(n, 0) for n in nodes) / total if total else 0.0
+        t.check(share >= 0.95, f"pair {x}: {share:.3f} of its {total} kB on the unit's nodes {nodes}")
+    if nodes:
+        # one vCPU per node here: node N's CPU is N
+        got = (res.get("pair-allowed") or "").split()
+        t.check(len(got) == 2 and all(expand(g) == nodes for g in got),
+                f"the unit's AllowedCPUs/AllowedMemoryNodes are the target ({got}, target {nodes})")
+    t.eq(res.get("pair-before"), "  ", "the pair unit had no AllowedCPUs/AllowedMemoryNodes before")
+    t.eq(res.get("pair-state-units"), "2", "the state file records both processes under Unit=pair.service")
+    # the unit's memory nodes wait for the last move: each process's pages
+    # were moved by the daemon's own plan (about three quarters of 150 MB),
+    # not by the kernel when the first one's move set AllowedMemoryNodes
+    for x in ("a", "b"):
+        line = res.get(f"pair-placed-{x}") or ""
+        m = re.search(r": (\d+) bytes moved", line)
+        moved = int(m.group(1)) if m else 0
+        t.check(moved >= 80 << 20, f"pair {x}: its own move moved {moved} bytes ({line!r})")
+    t.check(int(res.get("pair-log") or "0") >= 2,
+            f"the journal says each was placed with the unit's two processes: {res.all('pair-log-line')}")
+    t.eq(res.get("pair-one-gone"), "0", "one of the pair killed: the daemon lets go of it")
+    if nodes:
+        got = (res.get("pair-one-gone-allowed") or "").split()
+        t.check(len(got) == 2 and all(expand(g) == nodes for g in got),
+                f"the unit keeps the daemon's values while its other process is placed ({got})")
+    t.eq(res.get("pair-both-gone"), "0", "the other killed: the daemon lets go of it too")
+    t.eq(res.get("pair-both-gone-allowed"), "  ",
+         "the unit, still running, is put back when its last placed process is gone")
+    t.eq(res.get("pair-both-gone-active"), "active", "(the pair unit was still active)")
+    t.eq(res.get("pair-after"), "  ", "after the stop the pair unit is as it was")
+    # 9
+    t.eq(res.get("root-move"), "0", "a workload moved into the root cgroup")
+    t.eq(res.get("root-cgroup"), "0::/", "its cgroup is the root")
+    t.eq((res.get("root-place") or "").split()[:1], ["0"], f"Place() of it: {res.get('root-place')}")
+    t.check((res.get("root-affinity") or "").endswith(": 2"),
+            f"placed by the affinity mechanism: CPU affinity 2 ({res.get('root-affinity')})")
+    t.eq(res.get("root-state"), "Backend=affinity", "the state file records the affinity mechanism for it")
+    for line in res.all("journal-placement"):
+        print(f"  ..   {line}")
+    t.eq(res.get("include1"), "0", "Include(1)")
+    t.eq(res.get("pid1-state"), 's "excluded"', "PID 1, in init.scope, is left alone although included")
+    t.check((res.get("root-affinity-after") or "").endswith(": 0-3"),
+            f"its affinity is back to 0-3 after the stop ({res.get('root-affinity-after')})")
     return t.finish()
 
 
