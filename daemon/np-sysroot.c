@@ -9,7 +9,19 @@
 #include <unistd.h>
 
 static char *root_prefix;
-static GHashTable *kept_files; /* path -> fd (GINT_TO_POINTER(fd + 1)) */
+/* A machine-wide file kept open between scans. */
+typedef struct {
+        int fd;
+        size_t cap; /* buffer for the next read: the last size plus room */
+} KeptFile;
+
+static void kept_file_free(KeptFile *k) {
+        if (k->fd >= 0)
+                close(k->fd);
+        g_free(k);
+}
+
+static GHashTable *kept_files; /* path -> KeptFile */
 
 void np_sysroot_set(const char *root) {
         np_kept_files_close();
@@ -44,9 +56,8 @@ char *np_path(const char *fmt, ...) {
         return p;
 }
 
-/* The whole of fd: from its position with read(), or from offset 0 with
- * pread() (for a kept file; the file position is then not used). */
-static int read_fd(int fd, bool from_start, char **contents, size_t *len) {
+/* The whole of fd from its position, read() until end of file. */
+static int read_fd(int fd, char **contents, size_t *len) {
         size_t cap = 4096, n = 0;
         char *buf = g_malloc(cap);
         for (;;) {
@@ -54,7 +65,7 @@ static int read_fd(int fd, bool from_start, char **contents, size_t *len) {
                         cap *= 2;
                         buf = g_realloc(buf, cap);
                 }
-                ssize_t k = from_start ? pread(fd, buf + n, cap - n - 1, (off_t) n) : read(fd, buf + n, cap - n - 1);
+                ssize_t k = read(fd, buf + n, cap - n - 1);
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -77,23 +88,59 @@ static int read_all(const char *full, char **contents, size_t *len) {
         int fd = open(full, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        int r = read_fd(fd, false, contents, len);
+        int r = read_fd(fd, contents, len);
         close(fd);
         return r;
+}
+
+/* The whole of a kept file, in one pread() from offset 0 as a rule. Every
+ * kept file is a single record that the kernel formats whole on each read
+ * (single_open() procfs files, sysfs attributes, sysctls), so a read that
+ * returns less than was asked for returned all of it: there is no read for
+ * end of file. A file larger than the buffer is read on (each pread() at an
+ * offset formats it afresh) and the buffer remembers the size, so the next
+ * scan reads it in one call again, however many CPUs /proc/stat lists. */
+static int read_kept(KeptFile *k, char **contents, size_t *len) {
+        size_t cap = k->cap, n = 0;
+        char *buf = g_malloc(cap);
+        for (;;) {
+                size_t want = cap - n - 1;
+                ssize_t got = pread(k->fd, buf + n, want, (off_t) n);
+                if (got < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        int r = -errno;
+                        g_free(buf);
+                        return r;
+                }
+                n += (size_t) got;
+                if ((size_t) got < want)
+                        break;
+                cap *= 2;
+                buf = g_realloc(buf, cap);
+        }
+        buf[n] = '\0';
+        /* room for a little growth (a counter that gains a digit) */
+        size_t next = 4096;
+        while (next < n + n / 8 + 64)
+                next *= 2;
+        k->cap = next;
+        *contents = buf;
+        if (len)
+                *len = n;
+        return 0;
 }
 
 int np_read_file_kept(const char *path, char **contents, size_t *len) {
         if (!np_sysroot_is_real())
                 return np_read_file(path, contents, len);
         if (!kept_files)
-                kept_files = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-        gpointer v = g_hash_table_lookup(kept_files, path);
-        if (v) {
-                int r = read_fd(GPOINTER_TO_INT(v) - 1, true, contents, len);
-                if (r == 0)
+                kept_files = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) kept_file_free);
+        KeptFile *k = g_hash_table_lookup(kept_files, path);
+        if (k) {
+                if (read_kept(k, contents, len) == 0)
                         return 0;
                 /* gone stale (an offline node's file): open it again */
-                close(GPOINTER_TO_INT(v) - 1);
                 g_hash_table_remove(kept_files, path);
         }
         if (g_hash_table_size(kept_files) >= NP_KEPT_FILES_MAX)
@@ -101,12 +148,15 @@ int np_read_file_kept(const char *path, char **contents, size_t *len) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        int r = read_fd(fd, true, contents, len);
+        k = g_new0(KeptFile, 1);
+        k->fd = fd;
+        k->cap = 4096;
+        int r = read_kept(k, contents, len);
         if (r < 0) {
-                close(fd);
+                kept_file_free(k);
                 return r;
         }
-        g_hash_table_insert(kept_files, g_strdup(path), GINT_TO_POINTER(fd + 1));
+        g_hash_table_insert(kept_files, g_strdup(path), k);
         return 0;
 }
 
@@ -117,11 +167,6 @@ unsigned np_kept_files_count(void) {
 void np_kept_files_close(void) {
         if (!kept_files)
                 return;
-        GHashTableIter it;
-        gpointer v;
-        g_hash_table_iter_init(&it, kept_files);
-        while (g_hash_table_iter_next(&it, NULL, &v))
-                close(GPOINTER_TO_INT(v) - 1);
         g_clear_pointer(&kept_files, g_hash_table_destroy);
 }
 

@@ -4,6 +4,8 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "np-sysroot.h"
 
@@ -174,10 +176,41 @@ static void test_kept(void) {
         g_assert_cmpuint(np_kept_files_count(), ==, 0);
 }
 
+/* A kept file larger than the first buffer is read whole (a short read ends
+ * it, a full one reads on), and again whole once the buffer has its size:
+ * a /proc/<pid>/cmdline of 20000 bytes stands for a big /proc/stat. */
+static void test_kept_large(void) {
+        np_sysroot_set(NULL);
+        GString *arg = g_string_new(NULL);
+        for (unsigned i = 0; i < 20000; i++)
+                g_string_append_c(arg, (char) ('a' + i % 26));
+        const char *argv[] = { "/bin/sh", "-c", "read x; :", arg->str, NULL };
+        GPid pid;
+        int in;
+        g_assert_true(g_spawn_async_with_pipes(NULL, (char **) argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid,
+                                               &in, NULL, NULL, NULL));
+        g_autofree char *path = g_strdup_printf("/proc/%d/cmdline", pid);
+        size_t want = strlen("/bin/sh") + 1 + strlen("-c") + 1 + strlen("read x; :") + 1 + arg->len + 1;
+        for (int round = 0; round < 3; round++) {
+                g_autofree char *c = NULL;
+                size_t len = 0;
+                g_assert_cmpint(np_read_file_kept(path, &c, &len), ==, 0);
+                g_assert_cmpuint(len, ==, want);
+                g_assert_cmpstr(c + len - arg->len - 1, ==, arg->str);
+        }
+        g_assert_cmpuint(np_kept_files_count(), ==, 1);
+        close(in); /* sh reads end of file and exits */
+        waitpid(pid, NULL, 0);
+        g_spawn_close_pid(pid);
+        np_kept_files_close();
+        g_string_free(arg, TRUE);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/sysroot/prefix", test_prefix);
         g_test_add_func("/sysroot/read", test_read);
+        g_test_add_func("/sysroot/kept-large", test_kept_large);
         g_test_add_func("/sysroot/read-large-and-empty", test_read_large_and_empty);
         g_test_add_func("/sysroot/kept", test_kept);
         return g_test_run();
