@@ -71,7 +71,11 @@ most 8 MB, at most 1 us per process above the procfs floor of the read
 pattern used (readdir + pread of statm on a kept descriptor), measured the
 way the daemon runs it: one pass per scan interval, with the caches going
 cold in between (procfs-read-cost's paced method; the same reads back to
-back, warm, cost about half, and are printed too).  numaplaced
+back, warm, cost about half, and are printed too).  In the row with
+significant processes the pattern also holds what the daemon reads of
+them (stat every scan, status, threads and cgroup every
+LocalityRefreshScans=, numa_maps ten times as seldom for an idle one),
+averaged per scan over that cycle.  numaplaced
 reads the herd's namespace through --root (DIR/proc -> the namespace's
 procfs), so both daemons read the same processes; see tests/bench/README.md.
 """
@@ -548,13 +552,22 @@ def callgrind_measure(daemon, extra_conf, workdir, root):
     return {"ir_first_scan": parts.get(1), "scans": 1, "ir_per_scan": parts[2], "pids": pids}
 
 
-def procfs_floor(tool, interval):
+# the daemon's defaults the floor of the significant processes' reads uses
+MIN_PROCESS_MEMORY = 300 << 20
+LOCALITY_REFRESH_SCANS = 12
+
+
+def procfs_floor(tool, interval, significant=False):
     """Run procfs-read-cost over the PIDs present now: {method: us/process};
-    its paced method runs one pass per `interval` seconds, as the daemon."""
+    its paced method runs one pass per `interval` seconds, as the daemon.
+    significant: also the reads of the processes above MinProcessMemory
+    (significant_us_per_scan, the CPU they add per scan)."""
     if not tool or not os.access(tool, os.X_OK):
         return None
-    r = subprocess.run([tool, "5", str(max(1, int(interval * 1000)))], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True, timeout=300)
+    cmd = [tool, "5", str(max(1, int(interval * 1000)))]
+    if significant:
+        cmd += [str(MIN_PROCESS_MEMORY), str(LOCALITY_REFRESH_SCANS)]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
     if r.returncode != 0:
         return {"error": r.stderr.strip()}
     out = {}
@@ -676,7 +689,7 @@ def main():
                          "numaplaced": numaplaced_measure(nptest, n, args, extra, root)}
                 if args.callgrind:
                     entry["callgrind"] = callgrind_measure(daemon, extra, workdir, root)
-                entry["floor"] = procfs_floor(args.procfs_read_cost, args.interval)
+                entry["floor"] = procfs_floor(args.procfs_read_cost, args.interval, significant=bool(big))
                 if not args.no_numad:
                     log("   numad, 1 node: %d runs x 2 scans" % args.numad_1node_runs)
                     entry["numad_1node"] = herd.numad("1node", args.numad_1node_runs, 2)
@@ -764,6 +777,14 @@ def report(results, args, nodes, numad_version, elapsed):
         if fl and "error" not in fl:
             warm = fl["readdir_proc"] + fl["kept_fd_pread_statm"]
             pattern = fl.get("paced_readdir_pread_statm", warm)
+            if "significant_us_per_scan" in fl:
+                sig_pp = fl["significant_us_per_scan"] / fl["pids"]
+                p("floor of the significant processes' reads: %d processes above %d MB, %.1f us per scan "
+                  "(stat every scan, status/threads/cgroup every %d scans, numa_maps every %d), %.2f us "
+                  "per PID on top of the paced pattern"
+                  % (fl["significant"], MIN_PROCESS_MEMORY >> 20, fl["significant_us_per_scan"],
+                     LOCALITY_REFRESH_SCANS, LOCALITY_REFRESH_SCANS * 10, sig_pp))
+                pattern += sig_pp
             above = s_pp["mean"] - pattern
             p("procfs floor over the same %d PIDs, us/process: numaplaced's pattern, readdir(/proc) + pread of "
               "statm on a kept fd, one pass every %.1f s as the daemon runs it: %.2f (numaplaced is %.2f above "

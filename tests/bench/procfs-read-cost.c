@@ -5,15 +5,23 @@
  * would cost.  Used by bench-scan.py (which runs it with its N sleepers in
  * place); also runs alone:
  *
- *     build-bench/tests/bench/procfs-read-cost [REPS [INTERVAL_MS]]
+ *     build-bench/tests/bench/procfs-read-cost [REPS [INTERVAL_MS [MIN_BYTES [REFRESH]]]]
  *
  * INTERVAL_MS (default 200, 0 leaves it out) paces the last method, the
  * daemon's whole pattern, at one pass per interval.
- * Prints one "method us_per_process" line per method, then "pids N". */
+ * Prints one "method us_per_process" line per method, then "pids N".
+ *
+ * MIN_BYTES (MinProcessMemory=) adds what numaplaced reads on top for the
+ * processes with at least that much resident memory, taken as significant
+ * and idle (the benchmark's big row): "significant N" and
+ * "significant_us_per_scan X", the CPU microseconds those reads add per
+ * scan averaged over their cycle (REFRESH is LocalityRefreshScans=,
+ * default 12). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <dirent.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,6 +203,92 @@ static double paced_pattern(int n, int reps, int interval_ms) {
         return cpu / reps / n;
 }
 
+/* open, read to the end (or once, for a one-line file), close: as
+ * numaplaced reads each of these */
+static void read_all_of(const char *path, bool once) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        while (read(fd, buf, sizeof buf) > 0 && !once)
+                ;
+        close(fd);
+}
+
+static void read_details(int pid) {
+        char path[96];
+        snprintf(path, sizeof path, "/proc/%d/status", pid);
+        read_all_of(path, false);
+        snprintf(path, sizeof path, "/proc/%d/cgroup", pid);
+        read_all_of(path, false);
+        snprintf(path, sizeof path, "/proc/%d/task", pid);
+        DIR *d = opendir(path);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+                if (e->d_name[0] < '1' || e->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof path, "/proc/%d/task/%.16s/stat", pid, e->d_name);
+                read_all_of(path, true);
+        }
+        if (d)
+                closedir(d);
+}
+
+/* Each significant process's reads, the way numaplaced makes them for one
+ * that does not run: stat (open, read, close) every scan;
+ * status, every thread's stat and cgroup every `refresh` scans; numa_maps
+ * (which walks its page tables) every refresh x 10 scans
+ * (NP_MAPS_IDLE_FACTOR). Each kind is measured over `reps` passes paced
+ * at interval_ms, and the result is their CPU microseconds per scan
+ * averaged over the cycle. *count: how many processes. */
+static double significant_per_scan(const int *pids, int n, long long min_bytes, int refresh, int reps, int interval_ms,
+                                   int *count) {
+        long page = sysconf(_SC_PAGESIZE);
+        int *sig = malloc((size_t) n * sizeof(int));
+        char path[96];
+        *count = 0;
+        for (int i = 0; sig && i < n; i++) {
+                snprintf(path, sizeof path, "/proc/%d/statm", pids[i]);
+                FILE *f = fopen(path, "re");
+                long long size = 0, resident = 0;
+                if (!f)
+                        continue;
+                if (fscanf(f, "%lld %lld", &size, &resident) == 2 && resident * page >= min_bytes)
+                        sig[(*count)++] = pids[i];
+                fclose(f);
+        }
+        struct timespec ts = { interval_ms / 1000, (long) (interval_ms % 1000) * 1000000L };
+        double stat = 0, details = 0, maps = 0;
+        for (int r = 0; r < reps; r++) {
+                nanosleep(&ts, NULL);
+                double t0 = cpu_us();
+                for (int i = 0; i < *count; i++) {
+                        snprintf(path, sizeof path, "/proc/%d/stat", sig[i]);
+                        read_all_of(path, true);
+                }
+                stat += cpu_us() - t0;
+        }
+        for (int r = 0; r < reps; r++) {
+                nanosleep(&ts, NULL);
+                double t0 = cpu_us();
+                for (int i = 0; i < *count; i++)
+                        read_details(sig[i]);
+                details += cpu_us() - t0;
+        }
+        for (int r = 0; r < reps; r++) {
+                nanosleep(&ts, NULL);
+                double t0 = cpu_us();
+                for (int i = 0; i < *count; i++) {
+                        snprintf(path, sizeof path, "/proc/%d/numa_maps", sig[i]);
+                        read_all_of(path, false);
+                }
+                maps += cpu_us() - t0;
+        }
+        free(sig);
+        if (refresh < 1)
+                refresh = 1;
+        return (stat + details / refresh + maps / (refresh * 10.0)) / reps;
+}
+
 int main(int argc, char **argv) {
         int reps = argc > 1 ? atoi(argv[1]) : 10;
         int interval_ms = argc > 2 ? atoi(argv[2]) : 200;
@@ -222,6 +316,13 @@ int main(int argc, char **argv) {
         if (interval_ms > 0)
                 printf("paced_readdir_pread_statm %.3f\n", paced_pattern(n, reps, interval_ms));
         printf("pids %d\n", n);
+        if (argc > 3) {
+                int count = 0;
+                double us = significant_per_scan(pids, n, atoll(argv[3]), argc > 4 ? atoi(argv[4]) : 12, reps,
+                                                 interval_ms > 0 ? interval_ms : 200, &count);
+                printf("significant %d\n", count);
+                printf("significant_us_per_scan %.3f\n", us);
+        }
         free(pids);
         return 0;
 }
