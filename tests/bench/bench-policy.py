@@ -25,8 +25,9 @@ seconds. Printed per scenario and way: seconds from the workload's start
 until each process first had >= 95% of its pages on one node (or never),
 its final locality, MB migrated (pgmigrate_success x 4096) against the
 minimum (the pages that were not on the node each process ended up on),
-the placer's own CPU time (utime+stime from /proc/PID/stat at the end; and
-per minute from 120 s on, once the moves are over), and
+the placer's own CPU time (utime+stime from /proc/PID/stat at the end, the
+share of it in the kernel (stime, mostly migrate_pages' page copies), CPU
+ms per MB moved, and per minute from 120 s on, once the moves are over), and
 numa_pte_updates / numa_hint_faults. With --runs N the figures are
 mmtests-style statistics (Min, Mean, TrimMean, Stddev, Max). --png draws
 locality over time for the three ways (gnuplot, Debian's gnuplot-nox).
@@ -66,6 +67,7 @@ loc() {  # loc PID: share of its pages on its fullest node, in per mille
 	  END { m = 0; for (n in s) if (s[n] > m) m = s[n]; print (t ? int(1000 * m / t) : 0) }' /proc/$1/numa_maps
 }
 cpu_ticks() { awk '{ print $14 + $15 }' /proc/$1/stat 2>/dev/null; }
+sys_ticks() { awk '{ print $15 }' /proc/$1/stat 2>/dev/null; }
 WAY={way}
 case $WAY in
 numaplaced)
@@ -100,6 +102,7 @@ done
 np_result final.a $(np_numa_kb $a)
 np_result final.b $(np_numa_kb $b)
 [ -n "$PLACER" ] && np_result placer.ticks $(cpu_ticks $PLACER)
+[ -n "$PLACER" ] && np_result placer.sys_ticks $(sys_ticks $PLACER)
 np_result hz $(getconf CLK_TCK 2>/dev/null || echo 100)
 kill $a $b
 case $WAY in
@@ -159,6 +162,12 @@ def run_one(args, scenario, way):
     out["pte_updates"], out["hint_faults"] = last[4], last[5]
     ticks = res.int("placer.ticks")
     out["placer_cpu_s"] = ticks / hz if ticks is not None else None
+    # its kernel time (stime: mostly the page copies of migrate_pages(2)),
+    # and its CPU per MB moved, the comparison at equal work
+    sys_ticks = res.int("placer.sys_ticks")
+    out["placer_sys_s"] = sys_ticks / hz if sys_ticks is not None else None
+    out["cpu_ms_per_mb"] = (1000.0 * out["placer_cpu_s"] / out["migrated_mb"]
+                            if out["placer_cpu_s"] is not None and out["migrated_mb"] > 0 else None)
     out["numad_log"] = res.all("numad.log")
     return out
 
@@ -222,7 +231,8 @@ def main():
     for sc in args.scenarios:
         print(f"\n== Scenario {sc}: {SCENARIOS[sc][0]}")
         hdr = (f"{'way':<11} {'placed s (a)':>14} {'placed s (b)':>14} {'locality a':>11} {'locality b':>11} "
-               f"{'MB moved':>9} {'MB min':>7} {'moved/min':>9} {'placer CPU s':>12} {'steady s/min':>12} "
+               f"{'MB moved':>9} {'MB min':>7} {'moved/min':>9} {'placer CPU s':>12} {'of it sys':>9} "
+               f"{'ms/MB':>6} {'steady s/min':>12} "
                f"{'pte upd':>9} {'hint flt':>9}")
         print(hdr)
         for way in args.ways:
@@ -235,6 +245,8 @@ def main():
                   f"{fmt(col(lambda x: x['b']['final_locality']), 2):>11} "
                   f"{fmt(col(lambda x: x['migrated_mb']), 0):>9} {fmt(col(lambda x: x['min_mb']), 0):>7} "
                   f"{fmt(ratio, 3, 'n/a'):>9} {fmt(col(lambda x: x['placer_cpu_s']), 2, 'n/a'):>12} "
+                  f"{fmt(col(lambda x: x.get('placer_sys_s')), 2, 'n/a'):>9} "
+                  f"{fmt(col(lambda x: x.get('cpu_ms_per_mb')), 1, 'n/a'):>6} "
                   f"{fmt(col(lambda x: x.get('steady_cpu_s_per_min')), 3, 'n/a'):>12} "
                   f"{fmt(col(lambda x: x['pte_updates']), 0):>9} {fmt(col(lambda x: x['hint_faults']), 0):>9}")
         for way in args.ways:
