@@ -196,27 +196,50 @@ static void settle_state(NpManager *m, NpProcess *p, NpPolicyHold hold, const Np
         }
 }
 
+/* What the policy decides from: the candidates (sorted by PID), the nodes,
+ * the processes in the candidates' order, and the parameters. */
+typedef struct {
+        GPtrArray *cands;
+        GArray *node_arr, *proc_arr;
+        const NpPolicyNode *nodes;
+        const NpPolicyProcess *procs;
+        guint n_nodes, n_procs;
+        NpPolicyParams params;
+} Snapshot;
+
+static void snapshot(NpManager *m, Snapshot *s) {
+        s->cands = candidates(m);
+        g_ptr_array_sort(s->cands, cmp_pid);
+        s->node_arr = g_array_new(FALSE, FALSE, sizeof(NpPolicyNode));
+        s->proc_arr = g_array_new(FALSE, FALSE, sizeof(NpPolicyProcess));
+        build_nodes(m, s->node_arr);
+        build_procs(m, s->cands, s->proc_arr);
+        params_of(m, &s->params);
+        s->nodes = (const NpPolicyNode *) (void *) s->node_arr->data;
+        s->n_nodes = s->node_arr->len;
+        s->procs = (const NpPolicyProcess *) (void *) s->proc_arr->data;
+        s->n_procs = s->proc_arr->len;
+}
+
+static void snapshot_clear(Snapshot *s) {
+        g_clear_pointer(&s->cands, g_ptr_array_unref);
+        g_clear_pointer(&s->node_arr, g_array_unref);
+        g_clear_pointer(&s->proc_arr, g_array_unref);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Snapshot, snapshot_clear)
+
 void np_placer_run(NpManager *m) {
         /* Nothing to decide while paused, or on a machine with one node of
          * memory (every process is local there). */
         if (m->paused || np_mask_weight(m->topology->with_memory) < 2)
                 return;
-        g_autoptr(GPtrArray) cands = candidates(m);
-        g_ptr_array_sort(cands, cmp_pid);
-        g_autoptr(GArray) nodes = g_array_new(FALSE, FALSE, sizeof(NpPolicyNode));
-        g_autoptr(GArray) procs = g_array_new(FALSE, FALSE, sizeof(NpPolicyProcess));
-        NpPolicyParams params;
-        build_nodes(m, nodes);
-        build_procs(m, cands, procs);
-        params_of(m, &params);
-
-        g_autoptr(GPtrArray) decisions =
-                np_policy_decide((const NpPolicyNode *) (void *) nodes->data, nodes->len,
-                                 (const NpPolicyProcess *) (void *) procs->data, procs->len, &params);
+        g_auto(Snapshot) s = { 0 };
+        snapshot(m, &s);
+        g_autoptr(GPtrArray) decisions = np_policy_decide(s.nodes, s.n_nodes, s.procs, s.n_procs, &s.params);
         for (guint i = 0; i < decisions->len; i++) {
-                NpProcess *p = cands->pdata[i];
+                NpProcess *p = s.cands->pdata[i];
                 const NpDecision *d = decisions->pdata[i];
-                NpPolicyHold hold = g_array_index(procs, NpPolicyProcess, i).hold;
+                NpPolicyHold hold = s.procs[i].hold;
                 settle_state(m, p, hold, d);
                 carry_out(m, p, d);
                 if (p->changed)
@@ -230,17 +253,9 @@ NpMask *np_placer_advise(NpManager *m, double cpus, uint64_t bytes, bool *fits, 
                             cpus);
                 return NULL;
         }
-        g_autoptr(GPtrArray) cands = candidates(m);
-        g_ptr_array_sort(cands, cmp_pid);
-        g_autoptr(GArray) nodes = g_array_new(FALSE, FALSE, sizeof(NpPolicyNode));
-        g_autoptr(GArray) procs = g_array_new(FALSE, FALSE, sizeof(NpPolicyProcess));
-        NpPolicyParams params;
-        build_nodes(m, nodes);
-        build_procs(m, cands, procs);
-        params_of(m, &params);
-        NpMask *set = np_policy_advise((const NpPolicyNode *) (void *) nodes->data, nodes->len,
-                                       (const NpPolicyProcess *) (void *) procs->data, procs->len, &params, cpus, bytes,
-                                       fits);
+        g_auto(Snapshot) s = { 0 };
+        snapshot(m, &s);
+        NpMask *set = np_policy_advise(s.nodes, s.n_nodes, s.procs, s.n_procs, &s.params, cpus, bytes, fits);
         if (!set)
                 g_set_error(error, NP_ERROR, NP_ERROR_NOT_SUPPORTED, "No NUMA node has memory");
         return set;
