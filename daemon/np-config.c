@@ -256,29 +256,9 @@ static int key_apply(const NpConfigKey *k, NpConfig *c, const char *value, char 
                 return 0;
         }
 
-        case NP_KEY_PERCENT: {
-                const char *p = value;
-                uint64_t v = 0;
-                bool ok = g_ascii_isdigit(*p);
-                while (ok && g_ascii_isdigit(*p)) {
-                        v = v * 10 + (uint64_t) (*p - '0');
-                        if (v > 1000)
-                                v = 1000; /* clamp, the range check rejects it */
-                        p++;
-                }
-                if (*p == '%')
-                        p++;
-                if (!ok || *p || v < k->min || v > k->max) {
-                        g_autofree char *lo = format_number(k->min);
-                        g_autofree char *hi = format_number(k->max);
-                        *why = g_strdup_printf("expected a percentage between %s and %s", lo, hi);
-                        return ok && !*p ? -ERANGE : -EINVAL;
-                }
-                *FIELD(c, k, unsigned) = (unsigned) v;
-                return 0;
-        }
-
+        case NP_KEY_PERCENT:
         case NP_KEY_COUNT: {
+                bool pct = k->type == NP_KEY_PERCENT;
                 const char *p = value;
                 uint64_t v = 0;
                 bool ok = g_ascii_isdigit(*p);
@@ -288,10 +268,13 @@ static int key_apply(const NpConfigKey *k, NpConfig *c, const char *value, char 
                                 v = 1000000; /* clamp, the range check rejects it */
                         p++;
                 }
+                if (pct && *p == '%')
+                        p++;
                 if (!ok || *p || v < k->min || v > k->max) {
                         g_autofree char *lo = format_number(k->min);
                         g_autofree char *hi = format_number(k->max);
-                        *why = g_strdup_printf("expected a whole number between %s and %s", lo, hi);
+                        *why = g_strdup_printf("expected %s between %s and %s", pct ? "a percentage" : "a whole number",
+                                               lo, hi);
                         return ok && !*p ? -ERANGE : -EINVAL;
                 }
                 *FIELD(c, k, unsigned) = (unsigned) v;
