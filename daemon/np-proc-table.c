@@ -313,6 +313,7 @@ int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat w
         bool sorted = true;
         int last_pid = 0;
         g_ptr_array_set_size(t->live, 0);
+        guint seen = 0; /* entries marked seen this scan */
 
         struct dirent *de;
         errno = 0;
@@ -346,6 +347,8 @@ int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat w
                 }
                 if (!e)
                         continue;
+                if (e->seen_gen != gen)
+                        seen++;
                 e->seen_gen = gen;
                 if (e->kthread)
                         continue;
@@ -354,6 +357,7 @@ int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat w
                         if (read_stat_by_path(t, e, now, &st) < 0) {
                                 /* exited (or pid reused) since statm: gone for this scan */
                                 drop(t, e);
+                                seen--;
                                 continue;
                         }
                 }
@@ -363,11 +367,12 @@ int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat w
                 g_ptr_array_add(t->live, e);
         }
 
-        /* what the listing no longer holds has exited */
+        /* what the listing no longer holds has exited (when every entry
+         * was seen, none has: no walk of the table) */
         GHashTableIter it;
         gpointer v;
         g_hash_table_iter_init(&it, t->by_pid);
-        while (g_hash_table_iter_next(&it, NULL, &v)) {
+        while (seen < g_hash_table_size(t->by_pid) && g_hash_table_iter_next(&it, NULL, &v)) {
                 NpProcEntry *e = v;
                 if (e->seen_gen == gen)
                         continue;

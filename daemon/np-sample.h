@@ -158,7 +158,10 @@ static inline int np_lex_u64(const char **pp, uint64_t *out) {
                 return -EINVAL;
         for (; *p >= '0' && *p <= '9'; p++) {
                 unsigned d = (unsigned) (*p - '0');
-                if (v > (UINT64_MAX - d) / 10)
+                /* v * 10 + d overflows past UINT64_MAX / 10 (and at it, with
+                 * a last digit above UINT64_MAX % 10): compares only, no
+                 * division per digit */
+                if (G_UNLIKELY(v >= UINT64_MAX / 10) && (v > UINT64_MAX / 10 || d > UINT64_MAX % 10))
                         return -EINVAL;
                 v = v * 10 + d;
         }
