@@ -19,7 +19,8 @@ struct NpProcTable {
         DIR *proc_dir; /* <root>/proc, kept open and rewound each scan */
         char *proc_path; /* its path (the sysroot in force at creation) */
         unsigned max_kept;
-        unsigned kept;
+        unsigned kept; /* statm descriptors */
+        unsigned stat_kept; /* stat descriptors (processes whose stat is read every scan) */
         uint32_t gen;
         uint64_t page_size;
         NpProcTableStats totals; /* the counters part */
@@ -56,6 +57,8 @@ static void entry_free(NpProcEntry *e) {
                 return;
         if (e->fd >= 0)
                 close(e->fd);
+        if (e->stat_fd >= 0)
+                close(e->stat_fd);
         g_free(e);
 }
 
@@ -181,9 +184,21 @@ static bool is_kthread(int pid, const NpPidStat *st) {
         return (st->flags & NP_PF_KTHREAD) || st->ppid == 2 || pid == 2;
 }
 
-static void drop(NpProcTable *t, NpProcEntry *e) {
+/* Room under the cap for one more kept descriptor. */
+static bool room(const NpProcTable *t) {
+        return t->kept + t->stat_kept < t->max_kept;
+}
+
+/* The counts of e's descriptors, before it leaves the table. */
+static void uncount(NpProcTable *t, const NpProcEntry *e) {
         if (e->fd >= 0)
                 t->kept--;
+        if (e->stat_fd >= 0)
+                t->stat_kept--;
+}
+
+static void drop(NpProcTable *t, NpProcEntry *e) {
+        uncount(t, e);
         t->totals.dropped++;
         g_hash_table_remove(t->by_pid, GINT_TO_POINTER(e->pid));
 }
@@ -193,10 +208,11 @@ static NpProcEntry *discover(NpProcTable *t, int pid, uint32_t ino, uint64_t now
         NpPidStat st;
         int fd;
         bool no_statm;
-        if (open_process(t, pid, t->kept < t->max_kept, &st, &fd, &no_statm) < 0)
+        if (open_process(t, pid, room(t), &st, &fd, &no_statm) < 0)
                 return NULL;
         NpProcEntry *e = g_new0(NpProcEntry, 1);
         e->pid = pid;
+        e->stat_fd = -1;
         e->starttime = st.starttime;
         e->ino = ino;
         e->fd = fd;
@@ -224,6 +240,36 @@ static int read_stat_by_path(NpProcTable *t, NpProcEntry *e, uint64_t now, NpPid
         return 0;
 }
 
+/* stat of a process that has it read every scan (at or above the memory
+ * threshold, or asked for): pread() on a descriptor kept for it, as statm
+ * is, while there is room under the cap (one pread() instead of open, read
+ * and close each scan); by path otherwise, and in a tree without statm (a
+ * fixture, whose files tests replace). Identity: a kept descriptor of a
+ * reaped process reads ESRCH; one opened now is checked against the start
+ * time. 0, or -ESRCH when our process is gone. */
+static int read_stat_kept(NpProcTable *t, NpProcEntry *e, uint64_t now, NpPidStat *st) {
+        char buf[1024];
+        if (e->stat_fd < 0 && (e->fd < 0 || !room(t)))
+                return read_stat_by_path(t, e, now, st);
+        bool opened = false;
+        if (e->stat_fd < 0) {
+                char path[PATH_MAX];
+                int n = snprintf(path, sizeof path, "%s/%d/stat", t->proc_path, e->pid);
+                if (n < 0 || (size_t) n >= sizeof path)
+                        return read_stat_by_path(t, e, now, st);
+                e->stat_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (e->stat_fd < 0)
+                        return -ESRCH;
+                t->stat_kept++;
+                opened = true;
+        }
+        ssize_t k = pread_all(e->stat_fd, buf, sizeof buf);
+        if (k < 0 || np_parse_pid_stat(buf, st) < 0 || (opened && st->starttime != e->starttime))
+                return -ESRCH; /* the caller drops the entry, which closes it */
+        take_stat(t, e, st, now);
+        return 0;
+}
+
 /* The per-scan read of one known user process. Returns the entry to report
  * (e, or a new entry when the pid was reused), or NULL when gone. */
 static NpProcEntry *sample_known(NpProcTable *t, NpProcEntry *e, uint32_t ino, uint64_t now, bool *exec_seen) {
@@ -231,7 +277,7 @@ static NpProcEntry *sample_known(NpProcTable *t, NpProcEntry *e, uint32_t ino, u
         int pid = e->pid;
         *exec_seen = false;
 
-        if (e->fd < 0 && !e->no_statm && t->kept < t->max_kept) {
+        if (e->fd < 0 && !e->no_statm && room(t)) {
                 /* beyond the cap until now: try to get a descriptor */
                 NpPidStat st;
                 int fd;
@@ -354,7 +400,7 @@ int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat w
                         continue;
                 if (!e->stat_read && (exec_seen || e->rss_bytes >= min_rss_bytes || (wants && wants(userdata, e)))) {
                         NpPidStat st;
-                        if (read_stat_by_path(t, e, now, &st) < 0) {
+                        if (read_stat_kept(t, e, now, &st) < 0) {
                                 /* exited (or pid reused) since statm: gone for this scan */
                                 drop(t, e);
                                 seen--;
@@ -376,8 +422,7 @@ int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat w
                 NpProcEntry *e = v;
                 if (e->seen_gen == gen)
                         continue;
-                if (e->fd >= 0)
-                        t->kept--;
+                uncount(t, e);
                 t->totals.dropped++;
                 g_hash_table_iter_remove(&it);
         }

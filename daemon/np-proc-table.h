@@ -15,10 +15,12 @@
  * asks for (included, placed or pinned). Kernel threads are recognised once
  * and never read again.
  *
- * Descriptors: at most `max_kept` statm descriptors are kept (each costs the
+ * Descriptors: at most `max_kept` descriptors are kept (each costs the
  * kernel about 4 kB once read: the seq_file buffer). A process beyond the cap
  * is read with open+read+close of `stat` every scan instead, and gets a kept
- * descriptor when one frees up.
+ * descriptor when one frees up. A process whose stat is read every scan
+ * (above the threshold, or asked for) also gets a kept stat descriptor while
+ * there is room under the same cap, kept until it exits.
  *
  * Identity: a kept descriptor is bound to the process it was opened for
  * (procfs pins the struct pid, not the number): once that process is reaped,
@@ -43,6 +45,7 @@
 typedef struct {
         int pid;
         int fd; /* kept statm descriptor, or -1 (bookkeeping, read-only for callers) */
+        int stat_fd; /* kept stat descriptor of a process whose stat is read every scan, or -1 */
         uint64_t starttime; /* clock ticks after boot: identity with pid */
         uint64_t rss_bytes; /* resident memory, this scan (statm, or stat beyond the cap) */
         uint64_t ticks; /* utime+stime at the last stat read */

@@ -330,6 +330,17 @@ static void test_kept_reads(void) {
         g_assert_cmpuint(s.kept, ==, 3);
         g_assert_cmpuint(s.statm_reads, ==, 3);
         g_assert_cmpuint(s.stat_reads, ==, 5);
+        /* those read every scan keep a stat descriptor too, and read it again */
+        g_assert_cmpint(find(t, small)->stat_fd, ==, -1);
+        int sfd_big = find(t, big)->stat_fd, sfd_asked = find(t, asked)->stat_fd;
+        g_assert_cmpint(sfd_big, >=, 0);
+        g_assert_cmpint(sfd_asked, >=, 0);
+        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, wants_pid, &asked), ==, 3);
+        g_assert_cmpint(find(t, big)->stat_fd, ==, sfd_big);
+        g_assert_cmpint(find(t, asked)->stat_fd, ==, sfd_asked);
+        g_assert_true(find(t, big)->stat_read);
+        np_proc_table_stats(t, &s);
+        g_assert_cmpuint(s.stat_reads, ==, 7);
 
         /* a process leaves the listing: dropped, its descriptor closed */
         int fd_small = find(t, small)->fd;
@@ -347,13 +358,15 @@ static void test_kept_reads(void) {
         kill_child(big, false);
         g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, wants_pid, &big), ==, 2);
         g_assert_cmpuint(find(t, big)->rss_bytes, ==, 0);
-        /* its stat (read when asked, as for a held process) says it exited */
+        /* its stat (read when asked, as for a held process, through the kept
+         * descriptor: what it reads is fresh) says it exited */
         g_assert_true(find(t, big)->stat_read);
         g_assert_true(find(t, big)->exited);
         g_assert_false(find(t, asked)->exited);
         g_assert_cmpint(waitpid(big, NULL, 0), ==, big);
         g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
         g_assert_null(np_proc_table_lookup(t, big));
+        g_assert_cmpint(fcntl(sfd_big, F_GETFD), ==, -1); /* its stat descriptor closed too */
         np_proc_table_stats(t, &s);
         g_assert_cmpuint(s.kept, ==, 1);
 
@@ -369,10 +382,13 @@ static void test_pid_reuse_kept_fd(void) {
         pid_t old = spawn_child(0, 0);
         farm_add(f, old);
         g_autoptr(NpProcTable) t = np_proc_table_new(64);
-        g_assert_cmpint(np_proc_table_scan(t, GIB, NULL, NULL), ==, 1);
+        /* asked for twice: its stat is kept open too */
+        g_assert_cmpint(np_proc_table_scan(t, GIB, wants_pid, &old), ==, 1);
+        g_assert_cmpint(np_proc_table_scan(t, GIB, wants_pid, &old), ==, 1);
         const NpProcEntry *e = find(t, old);
-        int fd = e->fd;
+        int fd = e->fd, sfd = e->stat_fd;
         g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(sfd, >=, 0);
         uint64_t old_start = e->starttime;
         uint64_t old_rss = e->rss_bytes;
         g_assert_cmpuint(old_rss, <, 16 * MIB);
@@ -389,6 +405,8 @@ static void test_pid_reuse_kept_fd(void) {
         char buf[256];
         g_assert_cmpint(pread(fd, buf, sizeof buf, 0), ==, -1);
         g_assert_cmpint(errno, ==, ESRCH);
+        g_assert_cmpint(pread(sfd, buf, sizeof buf, 0), ==, -1);
+        g_assert_cmpint(errno, ==, ESRCH);
         g_autofree char *path = g_strdup_printf("/proc/%d/statm", reused);
         g_autofree char *now = NULL;
         g_assert_true(g_file_get_contents(path, &now, NULL, NULL));
@@ -398,9 +416,10 @@ static void test_pid_reuse_kept_fd(void) {
 
         /* what the table does: the old entry is dropped, the new process is
          * a new entry with its own start time, read in full */
-        g_assert_cmpint(np_proc_table_scan(t, GIB, NULL, NULL), ==, 1);
+        g_assert_cmpint(np_proc_table_scan(t, GIB, wants_pid, &old), ==, 1);
         e = find(t, reused);
         g_assert_nonnull(e);
+        g_assert_cmpint(fcntl(sfd, F_GETFD), ==, -1); /* the old entry's stat descriptor is closed */
         g_assert_true(e->new_this_scan);
         g_assert_true(e->stat_read);
         g_assert_cmpuint(e->starttime, ==, new_start);
