@@ -56,6 +56,12 @@ What it does, for each process count N:
         /proc/<pid>/stat of every visible process each scan, which is the
         work to compare.  It sees N + 2 PIDs (the herd's init and itself).
         No sleeper is above its 300 MB threshold, so it never moves anything.
+    numad and the procfs floor (below) are measured in turn with
+    numaplaced: after each of numaplaced's windows the daemon is stopped
+    (SIGSTOP), the floor is measured, a fresh numad makes its scans, and the
+    daemon goes on (SIGCONT).  This machine's speed drifts by a fifth over
+    minutes, so figures measured one after the other would compare different
+    machines; interleaved, every configuration samples the same stretch.
     Ratios are numaplaced / numad (2-node view); below 1 means numaplaced is
     cheaper.  The per-process ratio is the fair one (numaplaced sees the
     machine's other ~100 PIDs too).
@@ -431,7 +437,12 @@ def busctl_props(bus, *props):
     return dict(zip(props, vals))
 
 
-def numaplaced_measure(nptest, n, args, extra_conf="", root=None):
+def numaplaced_measure(nptest, n, args, extra_conf="", root=None, between=None):
+    """numaplaced's CPU per scan over args.runs windows of args.scans scans.
+    between(run): called after each window with the daemon stopped
+    (SIGSTOP), so that numad and the floor are measured interleaved with
+    numaplaced, at the same times, on this machine whose speed drifts by a
+    fifth over minutes."""
     conf = ("[Daemon]\nMode=advise\nBackend=affinity\nScanIntervalSec=%g\nMaxScanIntervalSec=%g\n"
             % (args.interval, args.interval)) + extra_conf
     bus = nptest.Bus()
@@ -499,6 +510,12 @@ def numaplaced_measure(nptest, n, args, extra_conf="", root=None):
             # status + numa_maps + task/*/stat reads every scan: count them
             tree = bus.busctl("tree", "--list", "org.numaplaced1").stdout.split()
             sig.append(sum(1 for t in tree if t.startswith("/org/numaplaced1/process/")))
+            if between:
+                os.kill(pid, signal.SIGSTOP)
+                try:
+                    between(len(per_scan) - 1)
+                finally:
+                    os.kill(pid, signal.SIGCONT)
         res = {"us_per_scan": per_scan, "us_per_scan_rusage": per_scan_rusage, "us_per_proc": per_proc,
                "last_scan_wall_us": wall, "pids": statistics.fmean(pids), "scans": args.runs * args.scans,
                "hwm_kb": status_kb(pid, "VmHWM"), "rss_kb": status_kb(pid, "VmRSS"),
@@ -575,6 +592,32 @@ def procfs_floor(tool, interval, significant=False):
         k, v = line.split()
         out[k] = float(v)
     return out
+
+
+def merge_floors(parts):
+    """procfs_floor() results of several runs: the mean of each method, and
+    the paced pattern's per-run values (paced_runs)."""
+    ok = [x for x in parts if x and "error" not in x]
+    if not ok:
+        return parts[-1] if parts else None
+    m = {k: statistics.fmean(x[k] for x in ok) for k in ok[0] if all(k in x for x in ok)}
+    m["runs"] = len(ok)
+    m["paced_runs"] = [x["paced_readdir_pread_statm"] for x in ok if "paced_readdir_pread_statm" in x]
+    return m
+
+
+def merge_numad(parts):
+    """numad_measure() results of single runs as one of several runs."""
+    ok = [x for x in parts if x.get("ok")]
+    if not ok:
+        return parts[-1]
+    m = dict(ok[-1])
+    m["us_per_scan"] = [u for x in ok for u in x["us_per_scan"]]
+    m["scans"] = sum(x["scans"] for x in ok)
+    m["hwm_kb"] = max(x["hwm_kb"] for x in ok)
+    seen = [x["procs_seen"] for x in ok if x.get("procs_seen")]
+    m["procs_seen"] = statistics.fmean(seen) if seen else None
+    return m
 
 
 def fmt(v, w=10, p=2):
@@ -685,16 +728,27 @@ def main():
                 # significant for numaplaced (numad's CPU threshold is fixed)
                 extra = "[Placement]\nMinProcessCPU=0\n" if big else ""
                 root = None if args.whole_machine else herd.view_root()
+                # after each of numaplaced's windows: the floor, and numad
+                # (a fresh one per run, its 2-node view), in turn
+                floors, numads = [], []
+
+                def between(run):
+                    floors.append(procfs_floor(args.procfs_read_cost, args.interval, significant=bool(big)))
+                    if not args.no_numad and run < args.numad_runs:
+                        numads.append(herd.numad("2node", 1, args.numad_scans))
+                if not args.no_numad:
+                    log("   numad, 2-node view: %d runs x %d scans, each after one of numaplaced's runs"
+                        % (args.numad_runs, args.numad_scans))
                 entry = {"spawned": herd.info["sleepers"], "big": big, "big_mb": big_mb, "root": root,
-                         "numaplaced": numaplaced_measure(nptest, n, args, extra, root)}
+                         "numaplaced": numaplaced_measure(nptest, n, args, extra, root, between)}
+                entry["floor"] = merge_floors(floors)
+                if numads:
+                    entry["numad_2node"] = merge_numad(numads)
                 if args.callgrind:
                     entry["callgrind"] = callgrind_measure(daemon, extra, workdir, root)
-                entry["floor"] = procfs_floor(args.procfs_read_cost, args.interval, significant=bool(big))
                 if not args.no_numad:
                     log("   numad, 1 node: %d runs x 2 scans" % args.numad_1node_runs)
                     entry["numad_1node"] = herd.numad("1node", args.numad_1node_runs, 2)
-                    log("   numad, 2-node view: %d runs x %d scans" % (args.numad_runs, args.numad_scans))
-                    entry["numad_2node"] = herd.numad("2node", args.numad_runs, args.numad_scans)
                 results["counts"][key] = entry
             finally:
                 herd.close()
@@ -786,12 +840,14 @@ def report(results, args, nodes, numad_version, elapsed):
                      LOCALITY_REFRESH_SCANS, LOCALITY_REFRESH_SCANS * 10, sig_pp))
                 pattern += sig_pp
             above = s_pp["mean"] - pattern
-            p("procfs floor over the same %d PIDs, us/process: numaplaced's pattern, readdir(/proc) + pread of "
+            p("procfs floor over the same %d PIDs (mean of %d measurements, one after each of numaplaced's runs; "
+              "paced pattern per run %s), us/process: numaplaced's pattern, readdir(/proc) + pread of "
               "statm on a kept fd, one pass every %.1f s as the daemon runs it: %.2f (numaplaced is %.2f above "
               "it); the same back to back (warm caches): readdir %.2f + pread %.2f = %.2f; others: "
               "open+read+close stat %.2f, statm %.2f, status %.2f; openat(/proc fd) stat %.2f; pread kept stat "
               "%.2f; openat(kept /proc/<pid> fd) statm %.2f"
-              % (fl["pids"], args.interval, pattern, above, fl["readdir_proc"], fl["kept_fd_pread_statm"], warm,
+              % (fl["pids"], fl.get("runs", 1), "/".join("%.2f" % v for v in fl.get("paced_runs", [])),
+                 args.interval, pattern, above, fl["readdir_proc"], fl["kept_fd_pread_statm"], warm,
                  fl["open_read_close_stat"], fl["open_read_close_statm"], fl["open_read_close_status"],
                  fl["openat_procfd_stat"], fl["kept_fd_pread_stat"], fl.get("kept_dir_openat_statm", -1)))
         elif fl:

@@ -234,7 +234,7 @@ static void read_details(int pid) {
 }
 
 /* Each significant process's reads, the way numaplaced makes them for one
- * that does not run: stat (open, read, close) every scan;
+ * that does not run: stat with pread() on a kept descriptor every scan;
  * status, every thread's stat and cgroup every `refresh` scans; numa_maps
  * (which walks its page tables) every refresh x 10 scans
  * (NP_MAPS_IDLE_FACTOR). Each kind is measured over `reps` passes paced
@@ -243,17 +243,20 @@ static void read_details(int pid) {
 static double significant_per_scan(const int *pids, int n, long long min_bytes, int refresh, int reps, int interval_ms,
                                    int *count) {
         long page = sysconf(_SC_PAGESIZE);
-        int *sig = malloc((size_t) n * sizeof(int));
+        int *sig = malloc((size_t) n * sizeof(int)), *fds = malloc((size_t) n * sizeof(int));
         char path[96];
         *count = 0;
-        for (int i = 0; sig && i < n; i++) {
+        for (int i = 0; sig && fds && i < n; i++) {
                 snprintf(path, sizeof path, "/proc/%d/statm", pids[i]);
                 FILE *f = fopen(path, "re");
                 long long size = 0, resident = 0;
                 if (!f)
                         continue;
-                if (fscanf(f, "%lld %lld", &size, &resident) == 2 && resident * page >= min_bytes)
+                if (fscanf(f, "%lld %lld", &size, &resident) == 2 && resident * page >= min_bytes) {
+                        snprintf(path, sizeof path, "/proc/%d/stat", pids[i]);
+                        fds[*count] = open(path, O_RDONLY | O_CLOEXEC);
                         sig[(*count)++] = pids[i];
+                }
                 fclose(f);
         }
         struct timespec ts = { interval_ms / 1000, (long) (interval_ms % 1000) * 1000000L };
@@ -261,10 +264,9 @@ static double significant_per_scan(const int *pids, int n, long long min_bytes, 
         for (int r = 0; r < reps; r++) {
                 nanosleep(&ts, NULL);
                 double t0 = cpu_us();
-                for (int i = 0; i < *count; i++) {
-                        snprintf(path, sizeof path, "/proc/%d/stat", sig[i]);
-                        read_all_of(path, true);
-                }
+                for (int i = 0; i < *count; i++)
+                        if (fds[i] >= 0 && pread(fds[i], buf, sizeof buf, 0) < 0)
+                                buf[0] = 0;
                 stat += cpu_us() - t0;
         }
         for (int r = 0; r < reps; r++) {
@@ -283,7 +285,11 @@ static double significant_per_scan(const int *pids, int n, long long min_bytes, 
                 }
                 maps += cpu_us() - t0;
         }
+        for (int i = 0; i < *count; i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
         free(sig);
+        free(fds);
         if (refresh < 1)
                 refresh = 1;
         return (stat + details / refresh + maps / (refresh * 10.0)) / reps;
