@@ -398,7 +398,14 @@ int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat w
                 e->seen_gen = gen;
                 if (e->kthread)
                         continue;
-                if (!e->stat_read && (exec_seen || e->rss_bytes >= min_rss_bytes || (wants && wants(userdata, e)))) {
+                bool every_scan = e->rss_bytes >= min_rss_bytes || (wants && wants(userdata, e));
+                if (!every_scan && e->stat_fd >= 0) {
+                        /* no longer read every scan: its stat descriptor goes */
+                        close(e->stat_fd);
+                        e->stat_fd = -1;
+                        t->stat_kept--;
+                }
+                if (!e->stat_read && (exec_seen || every_scan)) {
                         NpPidStat st;
                         if (read_stat_kept(t, e, now, &st) < 0) {
                                 /* exited (or pid reused) since statm: gone for this scan */

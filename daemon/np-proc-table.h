@@ -20,7 +20,7 @@
  * is read with open+read+close of `stat` every scan instead, and gets a kept
  * descriptor when one frees up. A process whose stat is read every scan
  * (above the threshold, or asked for) also gets a kept stat descriptor while
- * there is room under the same cap, kept until it exits.
+ * there is room under the same cap, closed when that ends or it exits.
  *
  * Identity: a kept descriptor is bound to the process it was opened for
  * (procfs pins the struct pid, not the number): once that process is reaped,

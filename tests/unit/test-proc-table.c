@@ -349,6 +349,11 @@ static void test_kept_reads(void) {
         g_assert_null(np_proc_table_lookup(t, small));
         g_assert_cmpint(fcntl(fd_small, F_GETFD), ==, -1);
         g_assert_cmpint(errno, ==, EBADF);
+        /* no longer asked for: its stat descriptor is closed, statm's stays */
+        g_assert_cmpint(find(t, asked)->stat_fd, ==, -1);
+        g_assert_cmpint(find(t, asked)->fd, >=, 0);
+        g_assert_cmpint(fcntl(sfd_asked, F_GETFD), ==, -1);
+        g_assert_cmpint(find(t, big)->stat_fd, ==, sfd_big);
         np_proc_table_stats(t, &s);
         g_assert_cmpuint(s.kept, ==, 2);
 
