@@ -9,10 +9,9 @@ NpMapsDue np_maps_refresh_due(const NpMapsAge *a, uint64_t rss_bytes, uint64_t c
         /* diff / base > P / 100, without division or overflow (RSS < 2^57) */
         if (base == 0 ? diff > 0 : diff * 100u > base * (uint64_t) NP_MAPS_RSS_CHANGE_PERCENT)
                 return NP_MAPS_DUE_RSS;
-        uint64_t due = max_scans ? max_scans : 1;
-        if (cpu_ticks == a->cpu_ticks) /* it did not run since */
-                due *= NP_MAPS_IDLE_FACTOR;
-        if ((uint64_t) a->scans + 1 >= due)
+        if (cpu_ticks == a->cpu_ticks) /* it did not run since: its pages stayed */
+                return NP_MAPS_KEEP;
+        if ((uint64_t) a->scans + 1 >= (max_scans ? max_scans : 1))
                 return NP_MAPS_DUE_AGE;
         return NP_MAPS_KEEP;
 }

@@ -12,12 +12,15 @@
  *  - when its resident memory changed by more than NP_MAPS_RSS_CHANGE_PERCENT
  *    since the last read (either way);
  *  - otherwise when the last read is max_scans scans old (LocalityRefreshScans=)
- *    and the process ran since (its CPU ticks moved), or NP_MAPS_IDLE_FACTOR
- *    times that when it did not run: the pages of a process that does not
+ *    and the process ran since (its CPU ticks moved); so a process that ran
+ *    again after a long sleep is read at once. One that did not run since the
+ *    last read is not read again by age: the pages of a process that does not
  *    run stay where they are (NUMA balancing moves pages on the task's own
- *    accesses, mbind and the daemon's moves are covered above), except for
- *    what another process does to them (a migratepages(8) by hand, reclaim,
- *    which the resident memory shows), which the longer bound catches;
+ *    accesses; mbind and the daemon's moves are covered above), and what
+ *    another process may do to them meanwhile (a migratepages(8) by hand,
+ *    demotion to a slower tier) matters to no one until it runs, when it is
+ *    read; every move is planned from a fresh read (np-place.c), and reclaim
+ *    shows in the resident memory;
  *  - and around a move: before planning it the manager reads it, after it the
  *    mover's own "after" read is taken as the fresh value
  *    (np_maps_age_read() with no read of the manager's own).
@@ -26,7 +29,6 @@
 #include <stdint.h>
 
 #define NP_MAPS_RSS_CHANGE_PERCENT 5u
-#define NP_MAPS_IDLE_FACTOR 10u
 
 typedef struct {
         bool valid; /* read since the process (last) became significant */

@@ -80,7 +80,7 @@ cold in between (procfs-read-cost's paced method; the same reads back to
 back, warm, cost about half, and are printed too).  In the row with
 significant processes the pattern also holds what the daemon reads of
 them (stat every scan, status, threads and cgroup every
-LocalityRefreshScans=, numa_maps ten times as seldom for an idle one),
+LocalityRefreshScans=, numa_maps not again while they do not run),
 averaged per scan over that cycle.  numaplaced
 reads the herd's namespace through --root (DIR/proc -> the namespace's
 procfs), so both daemons read the same processes; see tests/bench/README.md.
@@ -834,10 +834,11 @@ def report(results, args, nodes, numad_version, elapsed):
             if "significant_us_per_scan" in fl:
                 sig_pp = fl["significant_us_per_scan"] / fl["pids"]
                 p("floor of the significant processes' reads: %d processes above %d MB, %.1f us per scan "
-                  "(stat every scan, status/threads/cgroup every %d scans, numa_maps every %d), %.2f us "
+                  "(stat every scan, status/threads/cgroup every %d scans, numa_maps not while they do not run: "
+                  "one read of all of them costs %.0f us), %.2f us "
                   "per PID on top of the paced pattern"
                   % (fl["significant"], MIN_PROCESS_MEMORY >> 20, fl["significant_us_per_scan"],
-                     LOCALITY_REFRESH_SCANS, LOCALITY_REFRESH_SCANS * 10, sig_pp))
+                     LOCALITY_REFRESH_SCANS, fl.get("significant_numa_maps_us_per_read", -1), sig_pp))
                 pattern += sig_pp
             above = s_pp["mean"] - pattern
             p("procfs floor over the same %d PIDs (mean of %d measurements, one after each of numaplaced's runs; "

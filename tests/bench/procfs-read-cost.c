@@ -16,7 +16,8 @@
  * and idle (the benchmark's big row): "significant N" and
  * "significant_us_per_scan X", the CPU microseconds those reads add per
  * scan averaged over their cycle (REFRESH is LocalityRefreshScans=,
- * default 12). */
+ * default 12), and "significant_numa_maps_us_per_read Y", one read of all
+ * their numa_maps. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -236,12 +237,13 @@ static void read_details(int pid) {
 /* Each significant process's reads, the way numaplaced makes them for one
  * that does not run: stat with pread() on a kept descriptor every scan;
  * status, every thread's stat and cgroup every `refresh` scans; numa_maps
- * (which walks its page tables) every refresh x 10 scans
- * (NP_MAPS_IDLE_FACTOR). Each kind is measured over `reps` passes paced
- * at interval_ms, and the result is their CPU microseconds per scan
- * averaged over the cycle. *count: how many processes. */
+ * not again once read (its pages stay where they are while it does not
+ * run). Each kind is measured over `reps` passes paced at interval_ms, and
+ * the result is their CPU microseconds per scan averaged over the cycle.
+ * *count: how many processes; *maps_us: the CPU microseconds of one read of
+ * all their numa_maps (what a read after each of them ran would cost). */
 static double significant_per_scan(const int *pids, int n, long long min_bytes, int refresh, int reps, int interval_ms,
-                                   int *count) {
+                                   int *count, double *maps_us) {
         long page = sysconf(_SC_PAGESIZE);
         int *sig = malloc((size_t) n * sizeof(int)), *fds = malloc((size_t) n * sizeof(int));
         char path[96];
@@ -292,7 +294,8 @@ static double significant_per_scan(const int *pids, int n, long long min_bytes, 
         free(fds);
         if (refresh < 1)
                 refresh = 1;
-        return (stat + details / refresh + maps / (refresh * 10.0)) / reps;
+        *maps_us = maps / reps;
+        return (stat + details / refresh) / reps;
 }
 
 int main(int argc, char **argv) {
@@ -324,10 +327,12 @@ int main(int argc, char **argv) {
         printf("pids %d\n", n);
         if (argc > 3) {
                 int count = 0;
+                double maps_us = 0;
                 double us = significant_per_scan(pids, n, atoll(argv[3]), argc > 4 ? atoi(argv[4]) : 12, reps,
-                                                 interval_ms > 0 ? interval_ms : 200, &count);
+                                                 interval_ms > 0 ? interval_ms : 200, &count, &maps_us);
                 printf("significant %d\n", count);
                 printf("significant_us_per_scan %.3f\n", us);
+                printf("significant_numa_maps_us_per_read %.3f\n", maps_us);
         }
         free(pids);
         return 0;

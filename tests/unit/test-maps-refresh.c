@@ -117,20 +117,31 @@ static void test_every_scan(void) {
         run("every-scan-0", seq, G_N_ELEMENTS(seq), 0);
 }
 
-/* A process that does not run: its pages stay where they are, read every
- * NP_MAPS_IDLE_FACTOR times LocalityRefreshScans; once it runs again, the
- * ordinary bound. */
+/* A process that does not run: its pages stay where they are, so it is not
+ * read again by age however long it sleeps; its memory changing still
+ * counts; when it runs again after the bound it is read at once, and then
+ * the ordinary bound holds. */
 static void test_idle(void) {
-        Snap seq[40];
+        Snap seq[120];
         size_t n = 0;
         seq[n++] = (Snap) IDLE(GIB, NP_MAPS_DUE_NEW);
-        for (unsigned i = 1; i < 3 * NP_MAPS_IDLE_FACTOR; i++)
-                seq[n++] = (Snap) IDLE(GIB, i % (3 * NP_MAPS_IDLE_FACTOR) == 0 ? NP_MAPS_DUE_AGE : NP_MAPS_KEEP);
-        seq[n++] = (Snap) IDLE(GIB, NP_MAPS_DUE_AGE); /* 30 scans after the first read */
+        for (unsigned i = 1; i < 100; i++)
+                seq[n++] = (Snap) IDLE(GIB, NP_MAPS_KEEP); /* 100 scans asleep: never */
         seq[n++] = (Snap) IDLE(GIB + 100 * MIB, NP_MAPS_DUE_RSS); /* memory still counts */
-        seq[n++] = (Snap) SIG(GIB + 100 * MIB, NP_MAPS_KEEP); /* runs: the ordinary bound, 3 */
+        seq[n++] = (Snap) IDLE(GIB + 100 * MIB, NP_MAPS_KEEP);
+        seq[n++] = (Snap) IDLE(GIB + 100 * MIB, NP_MAPS_KEEP);
+        seq[n++] = (Snap) IDLE(GIB + 100 * MIB, NP_MAPS_KEEP);
+        seq[n++] = (Snap) SIG(GIB + 100 * MIB, NP_MAPS_DUE_AGE); /* runs again, read 4 scans ago: at once */
+        seq[n++] = (Snap) SIG(GIB + 100 * MIB, NP_MAPS_KEEP); /* then the ordinary bound, 3 */
         seq[n++] = (Snap) SIG(GIB + 100 * MIB, NP_MAPS_KEEP);
         seq[n++] = (Snap) SIG(GIB + 100 * MIB, NP_MAPS_DUE_AGE);
+        /* asleep again: it ran after the last read, so one more read by the
+         * bound, then none */
+        seq[n++] = (Snap) IDLE(GIB + 100 * MIB, NP_MAPS_KEEP);
+        seq[n++] = (Snap) IDLE(GIB + 100 * MIB, NP_MAPS_KEEP);
+        seq[n++] = (Snap) IDLE(GIB + 100 * MIB, NP_MAPS_DUE_AGE);
+        for (unsigned i = 0; i < 8; i++)
+                seq[n++] = (Snap) IDLE(GIB + 100 * MIB, NP_MAPS_KEEP);
         g_assert_cmpuint(n, <=, G_N_ELEMENTS(seq));
         run("idle", seq, n, 3);
 }
