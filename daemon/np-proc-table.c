@@ -16,6 +16,10 @@
 struct NpProcTable {
         GHashTable *by_pid; /* pid -> NpProcEntry* (owned) */
         GPtrArray *live; /* user processes of the last scan, sorted by pid */
+        /* every entry after the last scan, kernel threads too, sorted by pid:
+         * the next scan walks it beside the /proc listing (which is sorted by
+         * pid too) instead of looking each pid up in by_pid */
+        GPtrArray *all, *all_next;
         DIR *proc_dir; /* <root>/proc, kept open and rewound each scan */
         char *proc_path; /* its path (the sysroot in force at creation) */
         unsigned max_kept;
@@ -66,6 +70,8 @@ NpProcTable *np_proc_table_new(unsigned max_kept) {
         NpProcTable *t = g_new0(NpProcTable, 1);
         t->by_pid = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify) entry_free);
         t->live = g_ptr_array_new();
+        t->all = g_ptr_array_new();
+        t->all_next = g_ptr_array_new();
         t->proc_path = np_path("/proc");
         t->max_kept = max_kept;
         long ps = sysconf(_SC_PAGESIZE);
@@ -77,6 +83,8 @@ void np_proc_table_free(NpProcTable *t) {
         if (!t)
                 return;
         g_ptr_array_free(t->live, TRUE);
+        g_ptr_array_free(t->all, TRUE);
+        g_ptr_array_free(t->all_next, TRUE);
         g_hash_table_destroy(t->by_pid);
         if (t->proc_dir)
                 closedir(t->proc_dir);
@@ -359,7 +367,15 @@ int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat w
         bool sorted = true;
         int last_pid = 0;
         g_ptr_array_set_size(t->live, 0);
+        g_ptr_array_set_size(t->all_next, 0);
         guint seen = 0; /* entries marked seen this scan */
+        /* the entries of the last scan, by pid, walked beside the listing
+         * while it comes in pid order (/proc's does; a fixture tree's need
+         * not, and then each pid is looked up) */
+        const GPtrArray *prev = t->all;
+        guint cur = 0;
+        bool merge = true;
+        int last_listed = 0;
 
         struct dirent *de;
         errno = 0;
@@ -368,7 +384,18 @@ int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat w
                 if (!parse_pid_name(de->d_name, &pid))
                         continue;
                 uint32_t ino = (uint32_t) de->d_ino;
-                NpProcEntry *e = g_hash_table_lookup(t->by_pid, GINT_TO_POINTER(pid));
+                NpProcEntry *e = NULL;
+                merge = merge && pid > last_listed;
+                last_listed = pid;
+                if (merge) {
+                        /* those passed over have exited (the sweep below);
+                         * cur moves past e at once: e may be freed below */
+                        while (cur < prev->len && ((NpProcEntry *) prev->pdata[cur])->pid < pid)
+                                cur++;
+                        if (cur < prev->len && ((NpProcEntry *) prev->pdata[cur])->pid == pid)
+                                e = prev->pdata[cur++];
+                } else
+                        e = g_hash_table_lookup(t->by_pid, GINT_TO_POINTER(pid));
                 bool exec_seen = false;
                 if (!e) {
                         e = discover(t, pid, ino, now);
@@ -396,8 +423,10 @@ int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat w
                 if (e->seen_gen != gen)
                         seen++;
                 e->seen_gen = gen;
-                if (e->kthread)
+                if (e->kthread) {
+                        g_ptr_array_add(t->all_next, e);
                         continue;
+                }
                 bool every_scan = e->rss_bytes >= min_rss_bytes || (wants && wants(userdata, e));
                 if (!every_scan && e->stat_fd >= 0) {
                         /* no longer read every scan: its stat descriptor goes */
@@ -418,6 +447,7 @@ int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat w
                         sorted = false;
                 last_pid = e->pid;
                 g_ptr_array_add(t->live, e);
+                g_ptr_array_add(t->all_next, e);
         }
 
         /* what the listing no longer holds has exited (when every entry
@@ -435,6 +465,11 @@ int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat w
         }
         if (!sorted) /* a fixture tree lists in directory order; /proc lists by pid */
                 g_ptr_array_sort(t->live, cmp_entry_pid);
+        GPtrArray *swap = t->all;
+        t->all = t->all_next;
+        t->all_next = swap;
+        if (!merge)
+                g_ptr_array_sort(t->all, cmp_entry_pid);
         return (int) t->live->len;
 }
 

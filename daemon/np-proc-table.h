@@ -42,27 +42,28 @@
 /* Descriptors left for everything else the daemon opens. */
 #define NP_PROC_FDS_RESERVED 512u
 
+/* The fields every scan touches for every process come first (one cache
+ * line), those of a stat read after them. */
 typedef struct {
         int pid;
         int fd; /* kept statm descriptor, or -1 (bookkeeping, read-only for callers) */
         int stat_fd; /* kept stat descriptor of a process whose stat is read every scan, or -1 */
-        uint64_t starttime; /* clock ticks after boot: identity with pid */
+        uint32_t ino; /* d_ino of /proc/<pid> in the last listing (procfs inode numbers are 32-bit) */
+        uint32_t text_pages; /* statm text at the last read: changes on exec */
+        uint32_t seen_gen; /* scan generation of the last listing that held it */
+        bool stat_read; /* stat was read this scan: ticks, cpu_usage, threads are fresh */
+        bool exited; /* at the last stat read: a zombie (or dead) with no thread left running */
+        bool new_this_scan; /* first seen in this scan */
+        bool kthread; /* never reported, never read again (bookkeeping) */
+        bool no_statm; /* the tree has no statm (a fixture): stat is read every scan (bookkeeping) */
         uint64_t rss_bytes; /* resident memory, this scan (statm, or stat beyond the cap) */
+        uint64_t starttime; /* clock ticks after boot: identity with pid */
+
         uint64_t ticks; /* utime+stime at the last stat read */
         uint64_t ticks_usec; /* CLOCK_MONOTONIC of that read */
         double cpu_usage; /* CPUs between the last two stat reads; 0 until there are two */
         unsigned threads; /* at the last stat read */
         char comm[16]; /* from stat (TASK_COMM_LEN): when new, after an exec, at every stat read */
-        bool stat_read; /* stat was read this scan: ticks, cpu_usage, threads are fresh */
-        bool exited; /* at the last stat read: a zombie (or dead) with no thread left running */
-        bool new_this_scan; /* first seen in this scan */
-
-        /* bookkeeping (read-only for callers) */
-        bool kthread; /* never reported, never read again */
-        bool no_statm; /* the tree has no statm (a fixture): stat is read every scan */
-        uint32_t ino; /* d_ino of /proc/<pid> in the last listing (procfs inode numbers are 32-bit) */
-        uint32_t text_pages; /* statm text at the last read: changes on exec */
-        uint32_t seen_gen; /* scan generation of the last listing that held it */
 } NpProcEntry;
 
 typedef struct NpProcTable NpProcTable;
