@@ -252,12 +252,13 @@ static int read_stat_by_path(NpProcTable *t, NpProcEntry *e, uint64_t now, NpPid
  * threshold, or asked for): pread() on a descriptor kept for it, as statm
  * is, while there is room under the cap (one pread() instead of open, read
  * and close each scan); by path otherwise, and in a tree without statm (a
- * fixture, whose files tests replace). Identity: a kept descriptor of a
+ * fixture, whose files tests replace). keep false (a read for an exec
+ * only): no descriptor is opened for it. Identity: a kept descriptor of a
  * reaped process reads ESRCH; one opened now is checked against the start
  * time. 0, or -ESRCH when our process is gone. */
-static int read_stat_kept(NpProcTable *t, NpProcEntry *e, uint64_t now, NpPidStat *st) {
+static int read_stat_kept(NpProcTable *t, NpProcEntry *e, uint64_t now, NpPidStat *st, bool keep) {
         char buf[1024];
-        if (e->stat_fd < 0 && (e->fd < 0 || !room(t)))
+        if (e->stat_fd < 0 && (!keep || e->fd < 0 || !room(t)))
                 return read_stat_by_path(t, e, now, st);
         bool opened = false;
         if (e->stat_fd < 0) {
@@ -436,7 +437,7 @@ int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat w
                 }
                 if (!e->stat_read && (exec_seen || every_scan)) {
                         NpPidStat st;
-                        if (read_stat_kept(t, e, now, &st) < 0) {
+                        if (read_stat_kept(t, e, now, &st, every_scan) < 0) {
                                 /* exited (or pid reused) since statm: gone for this scan */
                                 drop(t, e);
                                 seen--;
