@@ -150,6 +150,18 @@ static char *cpuset_of(pid_t pid, pid_t tid) {
         return NULL;
 }
 
+/* The thread leaves /proc/PID/task within 5 s. */
+static bool thread_gone_soon(pid_t pid, pid_t tid) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/task/%d", (int) pid, (int) tid);
+
+        for (int i = 0; i < 500; i++) {
+                if (!g_file_test(path, G_FILE_TEST_EXISTS))
+                        return true;
+                g_usleep(10000);
+        }
+        return false;
+}
+
 /* tid -> value of some per-thread property, to compare before and after. */
 static GHashTable *snapshot(pid_t pid, bool cpusets) {
         g_autoptr(GArray) tids = tids_of(pid);
@@ -505,9 +517,21 @@ static void test_cpuset_thread_churn(Fixture *f, gconstpointer data) {
         for (int i = 0; i < 3; i++) {
                 g_autoptr(GArray) tids = tids_of(pid);
                 for (guint j = 0; j < tids->len; j++) {
-                        g_autofree char *cg = cpuset_of(pid, g_array_index(tids, pid_t, j));
-                        if (cg) /* NULL: that thread ended meanwhile */
-                                g_assert_cmpstr(cg, ==, cgroup);
+                        pid_t tid = g_array_index(tids, pid_t, j);
+                        g_autofree char *cg = cpuset_of(pid, tid);
+                        if (!cg) /* that thread ended meanwhile */
+                                continue;
+                        if (strcmp(cg, "/") == 0) {
+                                /* On v1 the kernel shows an exiting thread in
+                                 * "/" whatever its cpuset (proc_cgroup_show,
+                                 * PF_EXITING), and the short threads exit all
+                                 * the time; one exiting during the move is not
+                                 * moved either. Such a thread is gone within
+                                 * moments; a live one left in "/" is not. */
+                                g_assert_true(thread_gone_soon(pid, tid));
+                                continue;
+                        }
+                        g_assert_cmpstr(cg, ==, cgroup);
                 }
         }
         g_assert_cmpint(np_backend_release(b, pid), ==, 0);
