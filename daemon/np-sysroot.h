@@ -34,14 +34,15 @@ int np_read_u64(const char *path, guint64 *out);
 
 /*
  * The same for the machine-wide files read every scan (/proc/stat, the nodes'
- * meminfo, node/online, numa_balancing): on the real root the file is
+ * meminfo, node/online, numa_balancing): a file on procfs or sysfs (below
+ * any root, so also a root whose proc and sys lead to the real ones) is
  * opened once and kept, and each read is a pread() from offset 0, which
  * makes the kernel generate it afresh; that saves an open() and a close()
  * per file per scan. Each is one record the kernel formats whole, so a
  * short read is all of it (no read for end of file), and the buffer is
  * sized from the last read: one pread() per file per scan as a rule. At
- * most NP_KEPT_FILES_MAX are kept (beyond that, and below a fixture root,
- * whose files tests replace between scans, it is an ordinary
+ * most NP_KEPT_FILES_MAX are kept (beyond that, and for a regular file of
+ * a fixture tree, which tests replace between scans, it is an ordinary
  * open/read/close). A kept file that fails to read (a node went offline)
  * is closed and opened once more. Never for /proc/<pid> files.
  */

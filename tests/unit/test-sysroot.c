@@ -124,8 +124,8 @@ static void test_read_large_and_empty(void) {
 
 /* Kept files: the real root keeps /proc/uptime open and reads it afresh each
  * time (no new descriptor); a kept file that can no longer be read is opened
- * again; below a fixture root nothing is kept, and each read sees a
- * replaced file. */
+ * again; a fixture root's regular files are not kept, and each read sees
+ * a replaced file; below a root whose proc is the real one, files are kept. */
 static unsigned open_fds(void) {
         g_autoptr(GDir) d = g_dir_open("/proc/self/fd", 0, NULL);
         g_assert_nonnull(d);
@@ -168,7 +168,26 @@ static void test_kept(void) {
         g_assert_cmpint(np_read_file_kept("/proc/uptime", &d, NULL), ==, 0);
         g_assert_cmpstr(d, ==, "2.00 2.00\n");
         g_assert_cmpuint(np_kept_files_count(), ==, 0);
+
+        /* a root whose proc leads to the real procfs (the benchmark's view
+         * of a PID namespace): kept, as on the real root */
+        g_autofree char *view = g_dir_make_tmp("np-view-XXXXXX", NULL);
+        g_autofree char *link = g_build_filename(view, "proc", NULL);
+        g_assert_cmpint(symlink("/proc", link), ==, 0);
+        np_sysroot_set(view);
+        g_autofree char *e = NULL, *g = NULL;
+        g_assert_cmpint(np_read_file_kept("/proc/uptime", &e, NULL), ==, 0);
+        g_assert_cmpuint(np_kept_files_count(), ==, 1);
+        fds = open_fds();
+        g_usleep(20000);
+        g_assert_cmpint(np_read_file_kept("/proc/uptime", &g, NULL), ==, 0);
+        g_assert_cmpuint(open_fds(), ==, fds);
+        g_assert_cmpfloat(g_ascii_strtod(g, NULL), >, g_ascii_strtod(e, NULL));
+
         np_sysroot_set(NULL);
+        g_assert_cmpuint(np_kept_files_count(), ==, 0);
+        g_unlink(link);
+        g_rmdir(view);
         g_unlink(f);
         g_rmdir(procdir);
         g_rmdir(dir);
