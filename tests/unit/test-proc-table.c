@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for np-proc-table, the cheap tier of process sampling: statm
  * parsing, the fixture trees (no statm there: stat every scan), real child
- * processes read through kept descriptors, a kept descriptor of a process
+ * processes read through kept descriptors, a process that runs a new
+ * program (its stat read once, with no kept descriptor), a kept descriptor
+ * of a process
  * that exited and whose PID a new process got (clone3 with set_tid), the
  * fallback past the descriptor cap and the promotion when room frees up.
  *
@@ -380,6 +382,71 @@ static void test_kept_reads(void) {
         farm_free(f);
 }
 
+/* A small process that runs a new program (exec: its text size changes)
+ * has its stat read in that scan (new comm), but through no kept
+ * descriptor: it is not read every scan. */
+static void test_exec_read_once(void) {
+        Farm *f = farm_new();
+        int in[2];
+        g_assert_cmpint(pipe(in), ==, 0);
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                dup2(in[0], STDIN_FILENO);
+                close(in[0]);
+                close(in[1]);
+                execl("/bin/sh", "sh", "-c", "read x; exec sleep 1000", (char *) NULL);
+                _exit(127);
+        }
+        close(in[0]);
+        farm_add(f, pid);
+        g_autofree char *comm_path = g_strdup_printf("/proc/%d/comm", pid);
+        g_autofree char *comm = NULL;
+        for (int i = 0; i < 500; i++) { /* until the exec of sh is done */
+                g_clear_pointer(&comm, g_free);
+                if (g_file_get_contents(comm_path, &comm, NULL, NULL) && strcmp(comm, "sh\n") == 0)
+                        break;
+                g_usleep(10000);
+        }
+        g_assert_cmpstr(comm, ==, "sh\n");
+
+        g_autoptr(NpProcTable) t = np_proc_table_new(64);
+        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
+        g_assert_cmpstr(find(t, pid)->comm, ==, "sh");
+        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
+        g_assert_false(find(t, pid)->stat_read);
+        NpProcTableStats s;
+        np_proc_table_stats(t, &s);
+        uint64_t stat_reads = s.stat_reads;
+
+        g_assert_cmpint(write(in[1], "\n", 1), ==, 1);
+        for (int i = 0; i < 500; i++) {
+                g_clear_pointer(&comm, g_free);
+                if (g_file_get_contents(comm_path, &comm, NULL, NULL) && strcmp(comm, "sleep\n") == 0)
+                        break;
+                g_usleep(10000);
+        }
+        g_assert_cmpstr(comm, ==, "sleep\n");
+        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
+        const NpProcEntry *e = find(t, pid);
+        g_assert_true(e->stat_read);
+        g_assert_cmpstr(e->comm, ==, "sleep");
+        g_assert_cmpint(e->stat_fd, ==, -1);
+        g_assert_cmpint(e->fd, >=, 0);
+        np_proc_table_stats(t, &s);
+        g_assert_cmpuint(s.stat_reads, ==, stat_reads + 1);
+        g_assert_cmpuint(s.kept, ==, 1);
+        /* and not again in the next scan */
+        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
+        g_assert_false(find(t, pid)->stat_read);
+        g_assert_cmpint(find(t, pid)->stat_fd, ==, -1);
+
+        close(in[1]);
+        kill_child(pid, true);
+        farm_free(f);
+}
+
 /* A kept descriptor of a process that exited never yields the data of the
  * new process that got its PID. */
 static void test_pid_reuse_kept_fd(void) {
@@ -574,6 +641,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/proc-table/parse-statm", test_parse_statm);
         g_test_add_func("/proc-table/fixture", test_fixture);
         g_test_add_func("/proc-table/kept-reads", test_kept_reads);
+        g_test_add_func("/proc-table/exec-read-once", test_exec_read_once);
         g_test_add_func("/proc-table/pid-reuse-kept-fd", test_pid_reuse_kept_fd);
         g_test_add_func("/proc-table/cap-fallback", test_cap_fallback);
         g_test_add_func("/proc-table/real-proc", test_real_proc);
