@@ -3,9 +3,9 @@
  * parsing, the fixture trees (no statm there: stat every scan), real child
  * processes read through kept descriptors, a process that runs a new
  * program (its stat read once, with no kept descriptor), a kept descriptor
- * of a process
- * that exited and whose PID a new process got (clone3 with set_tid), the
- * fallback past the descriptor cap and the promotion when room frees up.
+ * of a process that exited and whose PID a new process got (clone3 with
+ * set_tid), the fallback past the descriptor cap and the promotion when
+ * room frees up.
  *
  * Real processes are watched through a "farm": a temporary root whose proc/
  * holds symlinks /proc/<pid> for the test's own children only, so the table
