@@ -41,10 +41,6 @@ const char *np_sysroot_get(void) {
         return root_prefix ? root_prefix : "";
 }
 
-bool np_sysroot_is_real(void) {
-        return root_prefix == NULL;
-}
-
 G_GNUC_PRINTF(1, 0) static char *vpath(const char *fmt, va_list ap) {
         g_autofree char *rel = g_strdup_vprintf(fmt, ap);
         return g_strconcat(np_sysroot_get(), rel, NULL);

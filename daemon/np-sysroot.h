@@ -13,7 +13,6 @@
 void np_sysroot_set(const char *root);
 /* The prefix in force ("" for the real root). Never NULL. */
 const char *np_sysroot_get(void);
-bool np_sysroot_is_real(void);
 
 /* printf-style path under the root, e.g. np_path("/proc/%d/stat", pid).
  * Returns a newly allocated string, caller g_free()s. */
