@@ -397,7 +397,9 @@ def check_rate(t, res):
     moves = res.get("during.moves") or ""
     t.check(moves.startswith("Moves: pid"), f"a move was running ({moves!r})")
     adv = res.get("during.advise") or ""
-    t.check(adv.startswith("au 1 ") and res.get("during.advise.rc") == "0",
+    # how many nodes it names depends on the free memory of the moment (the
+    # moving processes hold some of it): that it answers is the point
+    t.check(re.match(r"au [1-9][0-9]* [0-9]", adv) is not None and res.get("during.advise.rc") == "0",
             f"Advise() answered during the move ({adv!r})")
     t.check(res.int("during.scans") is not None, "a property read answered during the move")
     t.eq(res.get("during.placed"), "0", "the reads answered before the first placement ended")
