@@ -19,6 +19,7 @@
 
 #include "np-backend.h"
 #include "np-state.h"
+#include "np-thread.h"
 
 /* How many times the thread list is re-read while threads keep appearing. */
 #define NP_MOVE_MAX_PASSES 32
@@ -121,10 +122,6 @@ bool np_proc_alive(pid_t pid, uint64_t starttime);
 int np_proc_tids(pid_t pid, GArray **out);
 /* comm of pid, or "?" (never NULL). Caller frees. */
 char *np_proc_comm(pid_t pid);
-
-/* sched_getaffinity / sched_setaffinity for one thread: 0 or -errno. */
-int np_thread_get_affinity(pid_t tid, NpMask **out);
-int np_thread_set_affinity(pid_t tid, const NpMask *cpus);
 
 /* Save the state file (with the active mechanism's root and variant in its
  * header); on failure *error names the file. 0 or -errno. */

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Helpers every placement mechanism uses: /proc reads of the real machine
- * (threads, start time, comm), thread affinities, saving the state file,
+ * (threads, start time, comm), saving the state file,
  * and moving every thread of a process with a mechanism's per-thread
  * operations. Contract: np-backend-private.h.
  */
 #include <dirent.h>
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -89,43 +88,6 @@ char *np_proc_comm(pid_t pid) {
                 return g_strdup("?");
         g_strchomp(buf);
         return buf;
-}
-
-int np_thread_get_affinity(pid_t tid, NpMask **out) {
-        /* Grow the set until the kernel's cpumask fits (EINVAL = too small). */
-        for (size_t ncpus = 1024; ncpus <= NP_MASK_MAX_ID; ncpus *= 2) {
-                size_t size = CPU_ALLOC_SIZE(ncpus);
-                cpu_set_t *set = CPU_ALLOC(ncpus);
-                NpMask *m;
-
-                if (!set)
-                        return -ENOMEM;
-                if (sched_getaffinity(tid, size, set) < 0) {
-                        int r = -errno;
-                        CPU_FREE(set);
-                        if (r == -EINVAL)
-                                continue;
-                        return r;
-                }
-                m = np_mask_new();
-                for (size_t c = 0; c < ncpus; c++)
-                        if (CPU_ISSET_S(c, size, set))
-                                np_mask_set(m, (unsigned) c);
-                CPU_FREE(set);
-                *out = m;
-                return 0;
-        }
-        return -EINVAL;
-}
-
-int np_thread_set_affinity(pid_t tid, const NpMask *cpus) {
-        unsigned long nbits = 0;
-        g_autofree unsigned long *bits = np_mask_to_ulongs(cpus, 64, &nbits);
-
-        /* A cpu_set_t is an array of unsigned long in the same bit order. */
-        if (sched_setaffinity(tid, nbits / 8, (cpu_set_t *) bits) < 0)
-                return -errno;
-        return 0;
 }
 
 /* ---- state ---- */

@@ -5,10 +5,12 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "np-log.h"
+#include "np-thread.h"
 
 struct NpMover {
         sd_event_source *io; /* the worker's eventfd on the main loop */
@@ -46,9 +48,44 @@ void np_move_free(NpMove *mv) {
                 g_array_unref(mv->plan);
         np_migrate_result_clear(&mv->result);
         np_numa_maps_clear(&mv->before);
+        np_mask_free(mv->cpus);
         if (mv->data_free)
                 mv->data_free(mv->data);
         g_free(mv);
+}
+
+/* Run the calling worker thread on the CPUs of mv->cpus it may use. */
+static void run_near(const NpMove *mv) {
+        g_autoptr(NpMask) mine = NULL;
+        int r;
+
+        if (!mv->cpus)
+                return;
+        r = np_thread_get_affinity(0, &mine);
+        if (r < 0) {
+                log_debug("pid %d: the mover's own CPUs are unreadable (%s); it runs where it is", (int) mv->pid,
+                          g_strerror(-r));
+                return;
+        }
+        np_mask_and(mine, mv->cpus);
+        if (np_mask_empty(mine)) {
+                log_debug("pid %d: the daemon may use none of its CPUs; the move runs where the daemon may",
+                          (int) mv->pid);
+                return;
+        }
+        r = np_thread_set_affinity(0, mine);
+        if (r < 0)
+                log_debug("pid %d: the mover cannot run on its CPUs (%s); it runs where it is", (int) mv->pid,
+                          g_strerror(-r));
+}
+
+static uint64_t thread_cpu_usec(void) {
+        struct rusage ru;
+
+        if (getrusage(RUSAGE_THREAD, &ru) < 0)
+                return 0;
+        return (uint64_t) ru.ru_utime.tv_sec * G_USEC_PER_SEC + (uint64_t) ru.ru_utime.tv_usec +
+                (uint64_t) ru.ru_stime.tv_sec * G_USEC_PER_SEC + (uint64_t) ru.ru_stime.tv_usec;
 }
 
 static gpointer worker(gpointer data) {
@@ -56,8 +93,11 @@ static gpointer worker(gpointer data) {
         NpMove *mv = m->running;
         uint64_t one = 1;
 
+        run_near(mv);
         mv->r = np_migrate_execute_from(mv->pid, mv->plan, mv->have_before ? &mv->before : NULL, mv->max_rate,
                                         &m->cancel, &mv->result);
+        /* a new thread per move: its CPU time is this move's */
+        mv->cpu_usec = thread_cpu_usec();
         /* Wake the main loop. An eventfd counter write of 1 cannot block. */
         while (write(m->efd, &one, sizeof one) < 0 && errno == EINTR)
                 ;

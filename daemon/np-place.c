@@ -121,6 +121,7 @@ static int prepare(NpMove *mv, void *userdata) {
                                     q->pid, q->comm, to_s, e ? e->message : g_strerror(-r));
                 return r;
         }
+        mv->cpus = g_steal_pointer(&cpus);
 
         /* The worker starts from this read rather than reading the same
          * numa_maps again (for a 320 MB process under TCG each read costs
@@ -192,7 +193,7 @@ static void mark_released(NpManager *m, PlaceReq *q) {
         np_manager_process_changed(m, p, old);
 }
 
-static void record_placed(NpManager *m, PlaceReq *q, uint64_t moved, uint64_t usec, bool incomplete,
+static void record_placed(NpManager *m, PlaceReq *q, uint64_t moved, uint64_t usec, uint64_t cpu_usec, bool incomplete,
                           NpNumaMaps *after) {
         NpProcess *p = np_manager_process(m, q->pid);
         g_autofree char *from_s = np_mask_format(q->from);
@@ -225,12 +226,14 @@ static void record_placed(NpManager *m, PlaceReq *q, uint64_t moved, uint64_t us
         g_autofree char *f_to = g_strdup_printf("TO=%s", to_s);
         g_autofree char *f_moved = g_strdup_printf("BYTES=%" G_GUINT64_FORMAT, moved);
         g_autofree char *f_usec = g_strdup_printf("USEC=%" G_GUINT64_FORMAT, usec);
+        g_autofree char *f_cpu = g_strdup_printf("CPU_USEC=%" G_GUINT64_FORMAT, cpu_usec);
         g_autofree char *f_reason = g_strdup_printf("REASON=%s", np_place_reason_to_string(q->reason));
-        const char *fields[] = { f_pid, f_comm, f_from, f_to, f_moved, f_usec, f_reason, NULL };
+        const char *fields[] = { f_pid, f_comm, f_from, f_to, f_moved, f_usec, f_cpu, f_reason, NULL };
         np_log_fields(LOG_INFO, NP_MESSAGE_PLACED, fields,
-                      "Placed %d (%s) on nodes %s (memory from %s, %s): %" G_GUINT64_FORMAT " bytes moved in %.3f s%s",
+                      "Placed %d (%s) on nodes %s (memory from %s, %s): %" G_GUINT64_FORMAT
+                      " bytes moved in %.3f s (%.3f s of the daemon's CPU)%s",
                       q->pid, q->comm, to_s, from_s, np_place_reason_to_string(q->reason), moved, (double) usec / 1e6,
-                      incomplete ? " (migration incomplete)" : "");
+                      (double) cpu_usec / 1e6, incomplete ? " (migration incomplete)" : "");
 
         NpPlacedEvent *ev = g_new0(NpPlacedEvent, 1);
         ev->pid = q->pid;
@@ -385,7 +388,7 @@ static void done(NpMove *mv, void *userdata) {
                                     fe ? fe->message : g_strerror(-r));
                 goto out;
         }
-        record_placed(m, q, moved, usec, mv->r < 0, &mv->result.after);
+        record_placed(m, q, moved, usec, mv->cpu_usec, mv->r < 0, &mv->result.after);
         if (defer && self)
                 self->finish_deferred = true;
         if (mv->r < 0) {

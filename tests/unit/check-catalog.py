@@ -16,7 +16,7 @@ ids = dict(re.findall(r'#define (NP_MESSAGE_\w+) "([0-9a-f]{32})"', header))
 
 # the fields each message carries (its Subject and text may use them)
 FIELDS = {
-    "NP_MESSAGE_PLACED": {"PID", "COMM", "FROM", "TO", "BYTES", "USEC", "REASON"},
+    "NP_MESSAGE_PLACED": {"PID", "COMM", "FROM", "TO", "BYTES", "USEC", "CPU_USEC", "REASON"},
     "NP_MESSAGE_MIGRATION_FAILED": {"PID", "FROM", "TO", "ERRNO"},
     "NP_MESSAGE_CONFIG_REJECTED": {"CONFIG_FILE"},
     "NP_MESSAGE_RELEASED": {"PID", "COMM", "FROM"},

@@ -4,13 +4,14 @@
  * moves run on the worker thread while the loop keeps running, one at a
  * time in submission order, a second move of the same pid is refused,
  * cancelling a queued or a running (paced) move, stop, and a prepare()
- * failure. This machine has one NUMA node, so the plans here are the no-op
- * pair 0 -> 0 (the kernel moves nothing) and the long move is made long by
- * MaxRate pacing of the child's memory on node 0.
+ * failure; the worker runs on the move's CPUs where it may. This machine has one NUMA node, so the plans here are the
+ * no-op pair 0 -> 0 (the kernel moves nothing) and the long move is made long by MaxRate pacing of the child's memory
+ * on node 0.
  */
 #include <errno.h>
 #include <glib.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -19,6 +20,7 @@
 
 #include "np-migrate-plan.h"
 #include "np-mover.h"
+#include "np-thread.h"
 
 #define CHILD_MB 16
 
@@ -65,6 +67,7 @@ typedef struct {
         GPtrArray *order; /* pids in done() order (GINT_TO_POINTER) */
         GArray *results; /* r of each done() */
         int fail_prepare; /* pid whose prepare() fails */
+        NpMask *cpus; /* prepare() gives each move these CPUs (NULL: none) */
         unsigned prepared;
 } Fixture;
 
@@ -79,6 +82,8 @@ static int prepare(NpMove *mv, void *userdata) {
         NpMovePair pair = { 0, 0 };
         g_array_append_val(mv->plan, pair);
         g_array_append_val(mv->plan, pair);
+        if (f->cpus)
+                mv->cpus = np_mask_copy(f->cpus);
         return 0;
 }
 
@@ -104,6 +109,7 @@ static void teardown(Fixture *f, gconstpointer data) {
         sd_event_unref(f->event);
         g_ptr_array_unref(f->order);
         g_array_unref(f->results);
+        np_mask_free(f->cpus);
 }
 
 /* Run the loop until n moves are done or the deadline passes. */
@@ -230,6 +236,91 @@ static void test_data_freed(Fixture *f, gconstpointer data) {
         reap_child(a);
 }
 
+/* The CPUs the worker thread ("np-mover") may run on now, or NULL. */
+static NpMask *worker_cpus(void) {
+        g_autoptr(GDir) d = g_dir_open("/proc/self/task", 0, NULL);
+        const char *name;
+
+        g_assert_nonnull(d);
+        while ((name = g_dir_read_name(d))) {
+                g_autofree char *path = g_strdup_printf("/proc/self/task/%s/comm", name);
+                g_autofree char *comm = NULL;
+                NpMask *cpus = NULL;
+
+                if (!g_file_get_contents(path, &comm, NULL, NULL) || strcmp(g_strchomp(comm), "np-mover") != 0)
+                        continue;
+                g_assert_cmpint(np_thread_get_affinity((pid_t) atoi(name), &cpus), ==, 0);
+                return cpus;
+        }
+        return NULL;
+}
+
+/* Run a paced move with f->cpus, return the worker's CPUs while it runs. */
+static NpMask *cpus_of_running_move(Fixture *f) {
+        pid_t a = spawn_child();
+        NpMask *got;
+
+        g_assert_cmpint(np_mover_submit(f->mover, np_move_new(a, 0, 1u << 20, NULL, NULL)), ==, 0);
+        g_assert_true(np_mover_running(f->mover, a));
+        /* the thread names itself, then sets its CPUs, then moves and
+         * sleeps for 16 s: wait for the name, then up to 1 s for a change */
+        g_autoptr(NpMask) mine = NULL;
+        g_assert_cmpint(np_thread_get_affinity(0, &mine), ==, 0);
+        uint64_t t0 = now_usec();
+        while (!(got = worker_cpus()) && now_usec() - t0 < 5 * G_USEC_PER_SEC)
+                g_usleep(10 * 1000);
+        g_assert_nonnull(got);
+        t0 = now_usec();
+        while (np_mask_equal(got, mine) && now_usec() - t0 < G_USEC_PER_SEC) {
+                g_usleep(10 * 1000);
+                np_mask_free(got);
+                got = worker_cpus();
+                g_assert_nonnull(got);
+        }
+        g_assert_cmpint(np_mover_cancel(f->mover, a), ==, 0);
+        run_until(f, f->order->len + 1, 10 * G_USEC_PER_SEC);
+        reap_child(a);
+        return got;
+}
+
+/* The worker runs the move on the CPUs of mv->cpus that the daemon may
+ * use; on its own CPUs when it may use none of them or none are given. */
+static void test_runs_near(Fixture *f, gconstpointer data) {
+        g_autoptr(NpMask) mine = NULL;
+        g_assert_cmpint(np_thread_get_affinity(0, &mine), ==, 0);
+        int last = np_mask_last(mine);
+        g_assert_cmpint(last, >=, 0);
+
+        /* one of ours and one that no machine here has */
+        f->cpus = np_mask_new();
+        np_mask_set(f->cpus, (unsigned) last);
+        np_mask_set(f->cpus, 100000);
+        g_autoptr(NpMask) near = cpus_of_running_move(f);
+        g_assert_nonnull(near);
+        g_autofree char *near_s = np_mask_format(near);
+        g_autofree char *want_s = g_strdup_printf("%d", last);
+        g_assert_cmpstr(near_s, ==, want_s);
+
+        /* none of ours: where the daemon may */
+        np_mask_zero(f->cpus);
+        np_mask_set(f->cpus, 100000);
+        g_autoptr(NpMask) none = cpus_of_running_move(f);
+        g_assert_nonnull(none);
+        g_assert_true(np_mask_equal(none, mine));
+
+        /* no CPUs given: the same */
+        g_clear_pointer(&f->cpus, np_mask_free);
+        g_autoptr(NpMask) unset = cpus_of_running_move(f);
+        g_assert_nonnull(unset);
+        g_assert_true(np_mask_equal(unset, mine));
+
+        /* and the daemon's own thread was never moved */
+        g_autoptr(NpMask) after = NULL;
+        g_assert_cmpint(np_thread_get_affinity(0, &after), ==, 0);
+        g_assert_true(np_mask_equal(after, mine));
+        g_assert_cmpuint(f->order->len, ==, 3);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
 #define ADD(path, fn) g_test_add(path, Fixture, NULL, setup, fn, teardown)
@@ -238,6 +329,7 @@ int main(int argc, char **argv) {
         ADD("/mover/cancel-queued-and-stop", test_cancel_queued_and_stop);
         ADD("/mover/prepare-fails-and-gone", test_prepare_fails_and_gone);
         ADD("/mover/data-freed", test_data_freed);
+        ADD("/mover/runs-near", test_runs_near);
 #undef ADD
         return g_test_run();
 }

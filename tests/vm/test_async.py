@@ -6,7 +6,9 @@
 MB bound on each node) is placed on node 1 with MaxRate=4M: 48 MB to move,
 about 12 s. While Place() runs, a property read, Dump() and PlanMigration()
 issued after it started all return before it does, Scans keeps growing, and
-a second Place() of the same pid gets the MoveInProgress error. At the
+a second Place() of the same pid gets the MoveInProgress error; the mover's
+thread runs on node 1's CPU (the process's new one) and the main thread
+where it did; the placement's log line gives the move's CPU time. At the
 SIGTERM the daemon exits, the process is back in its original cpuset, numaplaced/ is gone, the
 Place() caller got a Cancelled error, and MigratedBytes in the daemon's
 final log line equals the pages that left their nodes (pgmigrate_success x
@@ -44,6 +46,7 @@ M="org.numaplaced1 /org/numaplaced1 org.numaplaced1.Manager"
 CG=/sys/fs/cgroup/cpuset
 now() { awk '{ print $1 }' /proc/uptime; }
 prop() { busctl get-property $M "$1" | awk '{ print $2 }'; }
+status_field() { sed -n "s/^$2:[[:space:]]*//p" /proc/$1/status; }
 cgroup_of() { sed -n 's/^[0-9]*:cpuset:\(.*\)$/\1/p' /proc/$1/cgroup | head -n 1; }
 
 np_start_dbus || exit 1
@@ -60,6 +63,15 @@ np_result p1.start $(now)
 sleep 1
 np_result d.scans0 $(prop Scans)
 np_result d.scans0.t $(now)
+# the worker runs the move on the CPU the process was confined to (node 1's),
+# the daemon's main thread where it was
+for t in /proc/$NP_DAEMON_PID/task/*; do
+	if [ "$(cat $t/comm)" = np-mover ]; then
+		np_result d.mover.cpus $(status_field ${t#/proc/} Cpus_allowed_list)
+	elif [ "${t##*/}" = "$NP_DAEMON_PID" ]; then
+		np_result d.main.cpus $(status_field ${t#/proc/} Cpus_allowed_list)
+	fi
+done
 busctl call $M Dump > /tmp/dump 2>&1
 np_result d.dump.rc $?
 np_result d.dump.t $(now)
@@ -131,6 +143,8 @@ def main():
                 f"{key[2:-2]}: answered at {got} s, before Place() returned at {end1} s")
     t.eq(res.get("d.p1_running"), "yes", "Place() still running 4 s after it started")
     t.eq(res.get("d.dump.rc"), "0", "Dump() answers during the move")
+    t.eq(res.get("d.mover.cpus"), "1", "the mover's thread runs on node 1's CPU, the process's new one")
+    t.eq(res.get("d.main.cpus"), "0-3", "the daemon's main thread still runs anywhere")
     t.check(re.match(r"Moves: pid \d+ moving for", res.get("d.dump.moves") or ""),
             f"Dump() shows the move in flight ({res.get('d.dump.moves')!r})")
     t.check((res.get("d.plan") or "").startswith("a(uu) 3 "),
@@ -146,6 +160,10 @@ def main():
     total = sum(before.values())
     t.near(after1.get(1, 0), total, 64, "after the first move everything is on node 1")
     t.eq(res.get("cgroup1"), "/numaplaced/nodes-1", "placed in numaplaced/nodes-1")
+    placed = [line for line in res.all("log") if "Placed %s " % res.get("pid") in line]
+    cpu = re.search(r"\(([0-9.]+) s of the daemon's CPU\)", placed[0]) if placed else None
+    t.check(cpu is not None and float(cpu.group(1)) > 0,
+            f"the placement's log line gives the move's CPU time ({placed[:1]})")
     dur = end1 - f("p1.start") if end1 else None
     print(f"  ..   first move: {total - before.get(1, 0)} kB at MaxRate=4M took {dur:.1f} s")
 

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+/*
+ * A thread's CPU affinity as an NpMask: sched_getaffinity(2) and
+ * sched_setaffinity(2) for one thread id (0: the calling thread), with a
+ * CPU set as large as the kernel's. The backends use it on the threads they
+ * place; the mover's worker on itself (np-mover.h).
+ */
+#include <sys/types.h>
+
+#include "np-nodemask.h"
+
+/* The CPUs thread `tid` may run on, in a new mask in *out: 0 or -errno. */
+int np_thread_get_affinity(pid_t tid, NpMask **out);
+/* Let thread `tid` run on `cpus` only: 0 or -errno (-EINVAL when none of
+ * them is online and allowed by its cpuset). */
+int np_thread_set_affinity(pid_t tid, const NpMask *cpus);
