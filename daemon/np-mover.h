@@ -25,8 +25,8 @@
  * the pages are copied on the process's own CPUs, near its new nodes,
  * rather than on a CPU that then has to shoot down the TLB of the CPU the
  * process runs on for every page and wait for it. In a 4-node VM that
- * halved the CPU time of moving 240 MB of a busy process (0.75-0.93 s
- * against 1.37-4.41 s; README, "Where the CPU goes"). The process shares
+ * halves the CPU time of moving 240 MB of a busy process
+ * (tests/bench/bench-move-cpu.py: 1.36 s against 2.67 s). The process shares
  * its CPU with the move while it lasts; it would wait on the pages being
  * moved anyway. When no CPU is in both, the worker runs where it may.
  *
