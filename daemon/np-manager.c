@@ -13,6 +13,7 @@
 #include "np-build-config.h"
 #include "np-log.h"
 #include "np-sysroot.h"
+#include "np-thread.h"
 
 uint64_t np_now_usec(clockid_t clock) {
         struct timespec ts;
@@ -580,11 +581,7 @@ static void note_node_changes(NpManager *m, const GArray *before, const GArray *
 /* The daemon's own CPU use over the same interval as the nodes' (the
  * policy does not count it as load: most of it is its moves). */
 uint64_t np_self_cpu_usec(void) {
-        struct rusage ru;
-        if (getrusage(RUSAGE_SELF, &ru) < 0)
-                return 0;
-        return (uint64_t) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * G_USEC_PER_SEC +
-                (uint64_t) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+        return np_cpu_usec(RUSAGE_SELF);
 }
 
 static void sample_self_cpu(NpManager *m) {

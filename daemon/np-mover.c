@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,15 +78,6 @@ static void run_near(const NpMove *mv) {
                           g_strerror(-r));
 }
 
-static uint64_t thread_cpu_usec(void) {
-        struct rusage ru;
-
-        if (getrusage(RUSAGE_THREAD, &ru) < 0)
-                return 0;
-        return (uint64_t) ru.ru_utime.tv_sec * G_USEC_PER_SEC + (uint64_t) ru.ru_utime.tv_usec +
-                (uint64_t) ru.ru_stime.tv_sec * G_USEC_PER_SEC + (uint64_t) ru.ru_stime.tv_usec;
-}
-
 static gpointer worker(gpointer data) {
         NpMover *m = data;
         NpMove *mv = m->running;
@@ -97,7 +87,7 @@ static gpointer worker(gpointer data) {
         mv->r = np_migrate_execute_from(mv->pid, mv->plan, mv->have_before ? &mv->before : NULL, mv->max_rate,
                                         &m->cancel, &mv->result);
         /* a new thread per move: its CPU time is this move's */
-        mv->cpu_usec = thread_cpu_usec();
+        mv->cpu_usec = np_cpu_usec(RUSAGE_THREAD);
         /* Wake the main loop. An eventfd counter write of 1 cannot block. */
         while (write(m->efd, &one, sizeof one) < 0 && errno == EINTR)
                 ;

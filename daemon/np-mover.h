@@ -53,8 +53,8 @@ typedef struct NpMove {
         NpNumaMaps before;
         bool have_before;
         /* the CPUs the process was confined to, set by prepare() (NULL:
-         * anywhere); the worker runs the move on those of them it may use,
-         * see np_mover_new(); owned */
+         * anywhere); the worker runs the move on those of them it may use
+         * (above); owned */
         NpMask *cpus;
         int r; /* np_migrate_execute()'s return, prepare()'s error, or
                 * -ECANCELED when cancelled before it started */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* A thread's CPU affinity as an NpMask. See np-thread.h. */
+/* A thread's CPU affinity as an NpMask, and CPU time. See np-thread.h. */
 #include "np-thread.h"
 
 #include <errno.h>
@@ -41,4 +41,13 @@ int np_thread_set_affinity(pid_t tid, const NpMask *cpus) {
         if (sched_setaffinity(tid, nbits / 8, (cpu_set_t *) bits) < 0)
                 return -errno;
         return 0;
+}
+
+uint64_t np_cpu_usec(int who) {
+        struct rusage ru;
+
+        if (getrusage(who, &ru) < 0)
+                return 0;
+        return (uint64_t) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * G_USEC_PER_SEC +
+                (uint64_t) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }

@@ -4,8 +4,11 @@
  * A thread's CPU affinity as an NpMask: sched_getaffinity(2) and
  * sched_setaffinity(2) for one thread id (0: the calling thread), with a
  * CPU set as large as the kernel's. The backends use it on the threads they
- * place; the mover's worker on itself (np-mover.h).
+ * place; the mover's worker on itself (np-mover.h). And the CPU time of the
+ * calling thread or of the whole daemon.
  */
+#include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "np-nodemask.h"
@@ -15,3 +18,8 @@ int np_thread_get_affinity(pid_t tid, NpMask **out);
 /* Let thread `tid` run on `cpus` only: 0 or -errno (-EINVAL when none of
  * them is online and allowed by its cpuset). */
 int np_thread_set_affinity(pid_t tid, const NpMask *cpus);
+
+/* User+system CPU time in microseconds of RUSAGE_THREAD (the calling
+ * thread) or RUSAGE_SELF (every thread of the daemon, exited ones too);
+ * 0 when getrusage(2) fails. */
+uint64_t np_cpu_usec(int who);

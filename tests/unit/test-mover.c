@@ -4,9 +4,10 @@
  * moves run on the worker thread while the loop keeps running, one at a
  * time in submission order, a second move of the same pid is refused,
  * cancelling a queued or a running (paced) move, stop, and a prepare()
- * failure; the worker runs on the move's CPUs where it may. This machine has one NUMA node, so the plans here are the
- * no-op pair 0 -> 0 (the kernel moves nothing) and the long move is made long by MaxRate pacing of the child's memory
- * on node 0.
+ * failure; the worker runs on the move's CPUs where it may. This machine
+ * has one NUMA node, so the plans here are the no-op pair 0 -> 0 (the
+ * kernel moves nothing) and the long move is made long by MaxRate pacing of
+ * the child's memory on node 0.
  */
 #include <errno.h>
 #include <glib.h>
