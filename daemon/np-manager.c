@@ -212,7 +212,7 @@ static bool in_untouchable_unit(NpManager *m, const NpProcess *p) {
                 return true;
         if (!m->self_unit) {
                 g_autoptr(NpProcess) self = np_process_new(m->self_pid, 0);
-                np_process_read_cgroup(self);
+                np_process_read_cgroup(self, NULL);
                 m->self_unit = g_strdup(self->unit ? self->unit : "");
         }
         return m->self_unit[0] && g_str_equal(p->unit, m->self_unit);
@@ -322,7 +322,7 @@ int np_manager_update_process(NpManager *m, NpProcess *p) {
                 np_maps_age_invalidate(&p->maps_age);
                 np_details_age_invalidate(&p->details_age);
         }
-        if (sig && np_process_refresh(p, m->topology, m->config->locality_refresh_scans) < 0)
+        if (sig && np_process_refresh(p, m->topology, m->proc_table, m->config->locality_refresh_scans) < 0)
                 return -ESRCH;
         if (sig != p->significant)
                 m->changes.processes = true;
@@ -485,7 +485,7 @@ static bool scan_processes(NpManager *m) {
                         p = np_process_new(pid, e->starttime);
                         g_hash_table_insert(m->processes, GINT_TO_POINTER(pid), p);
                         if (cgroup_rules)
-                                np_process_read_cgroup(p);
+                                np_process_read_cgroup(p, m->proc_table);
                 }
                 /* CPU use comes from the last two stat reads, which the table
                  * makes only above MinProcessMemory (or when asked) */
@@ -664,7 +664,7 @@ static void apply_config(NpManager *m, NpConfig *old) {
         while (g_hash_table_iter_next(&it, NULL, &v)) {
                 NpProcess *p = v;
                 if (cgroup_rules && !p->significant)
-                        np_process_read_cgroup(p);
+                        np_process_read_cgroup(p, m->proc_table);
                 bool excluded = np_manager_is_excluded(m, p);
                 if (excluded && !np_process_held(p) && p->state != NP_PROC_EXCLUDED)
                         np_process_set_state(p, NP_PROC_EXCLUDED, NULL, p->last_placed_usec);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "np-maps-refresh.h"
 
-NpMapsDue np_maps_refresh_due(const NpMapsAge *a, uint64_t rss_bytes, uint64_t cpu_ticks, unsigned max_scans) {
+NpMapsDue np_maps_refresh_due(const NpMapsAge *a, uint64_t rss_bytes, uint64_t cpu_ticks, unsigned max_scans,
+                              bool settled) {
         if (!a->valid)
                 return NP_MAPS_DUE_NEW;
         uint64_t base = a->rss_bytes;
@@ -10,6 +11,8 @@ NpMapsDue np_maps_refresh_due(const NpMapsAge *a, uint64_t rss_bytes, uint64_t c
         if (base == 0 ? diff > 0 : diff * 100u > base * (uint64_t) NP_MAPS_RSS_CHANGE_PERCENT)
                 return NP_MAPS_DUE_RSS;
         if (cpu_ticks == a->cpu_ticks) /* it did not run since: its pages stayed */
+                return NP_MAPS_KEEP;
+        if (settled) /* they can only be where they were */
                 return NP_MAPS_KEEP;
         if ((uint64_t) a->scans + 1 >= (max_scans ? max_scans : 1))
                 return NP_MAPS_DUE_AGE;

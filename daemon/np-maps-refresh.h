@@ -20,7 +20,13 @@
  *    another process may do to them meanwhile (a migratepages(8) by hand,
  *    demotion to a slower tier) matters to no one until it runs, when it is
  *    read; every move is planned from a fresh read (np-place.c), and reclaim
- *    shows in the resident memory;
+ *    shows in the resident memory.
+ *    The age rule is skipped for a process whose memory is settled: its
+ *    cpuset allows one memory node and every page of the last read was on
+ *    it (a process the daemon placed on one node, as a rule). New pages can
+ *    only come from that node, and neither migrate_pages(2) nor mbind(2)
+ *    can move its pages elsewhere (both keep to the target's cpuset), so
+ *    only the resident memory can tell of a change, and it is watched;
  *  - and around a move: before planning it the manager reads it, after it the
  *    mover's own "after" read is taken as the fresh value
  *    (np_maps_age_read() with no read of the manager's own).
@@ -47,8 +53,11 @@ typedef enum {
 
 /* Whether numa_maps must be read this scan for a significant process whose
  * resident memory is now rss_bytes and CPU time cpu_ticks (utime+stime).
- * max_scans 0 is taken as 1 (every scan). Pure: does not change *a. */
-NpMapsDue np_maps_refresh_due(const NpMapsAge *a, uint64_t rss_bytes, uint64_t cpu_ticks, unsigned max_scans);
+ * max_scans 0 is taken as 1 (every scan). settled: its memory can only be
+ * where it was read (above), so it is never due by age. Pure: does not
+ * change *a. */
+NpMapsDue np_maps_refresh_due(const NpMapsAge *a, uint64_t rss_bytes, uint64_t cpu_ticks, unsigned max_scans,
+                              bool settled);
 
 /* numa_maps was read now (by the manager, or by the mover around a move):
  * valid, scans 0, rss_bytes, cpu_ticks and read_usec recorded. */

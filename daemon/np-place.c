@@ -81,7 +81,7 @@ static int prepare(NpMove *mv, void *userdata) {
          * time it is confined (below) */
         NpPidStat st0 = { 0 };
         if (!p || p->starttime != q->starttime || np_read_pid_stat(q->pid, &st0) < 0 || st0.starttime != q->starttime ||
-            np_process_refresh(p, m->topology, NP_MAPS_NOW) < 0) {
+            np_process_refresh(p, m->topology, m->proc_table, NP_MAPS_NOW) < 0) {
                 g_set_error(&q->error, NP_ERROR, NP_ERROR_NO_SUCH_PROCESS, "Process %d exited before it was placed",
                             q->pid);
                 return -ESRCH;
@@ -212,7 +212,7 @@ static void record_placed(NpManager *m, PlaceReq *q, uint64_t moved, uint64_t us
                 /* where its pages are now: the mover's own read after the move
                  * (np-maps-refresh.h), then the rest of its details */
                 np_process_take_maps(p, after);
-                (void) np_process_refresh(p, m->topology, m->config->locality_refresh_scans);
+                (void) np_process_refresh(p, m->topology, m->proc_table, m->config->locality_refresh_scans);
                 m->held_last++; /* the cheap tier reads its stat from now on */
                 p->significant = true;
                 np_manager_process_changed(m, p, old);

@@ -25,6 +25,7 @@ struct NpProcTable {
         unsigned max_kept;
         unsigned kept; /* statm descriptors */
         unsigned stat_kept; /* stat descriptors (processes whose stat is read every scan) */
+        unsigned detail_kept; /* status and cgroup descriptors beside them */
         uint32_t gen;
         uint64_t page_size;
         NpProcTableStats totals; /* the counters part */
@@ -63,6 +64,9 @@ static void entry_free(NpProcEntry *e) {
                 close(e->fd);
         if (e->stat_fd >= 0)
                 close(e->stat_fd);
+        for (unsigned i = 0; i < G_N_ELEMENTS(e->detail_fd); i++)
+                if (e->detail_fd[i] >= 0)
+                        close(e->detail_fd[i]);
         g_free(e);
 }
 
@@ -145,6 +149,7 @@ static void take_stat(NpProcTable *t, NpProcEntry *e, const NpPidStat *st, uint6
         e->ticks = ticks;
         e->ticks_usec = now;
         e->threads = st->num_threads > 0 ? (unsigned) st->num_threads : 0;
+        e->processor = st->processor;
         /* a zombie leader whose other threads still run is alive */
         e->exited = (st->state == 'Z' || st->state == 'X') && st->num_threads <= 1;
         g_strlcpy(e->comm, st->comm, sizeof e->comm);
@@ -194,7 +199,7 @@ static bool is_kthread(int pid, const NpPidStat *st) {
 
 /* Room under the cap for one more kept descriptor. */
 static bool room(const NpProcTable *t) {
-        return t->kept + t->stat_kept < t->max_kept;
+        return t->kept + t->stat_kept + t->detail_kept < t->max_kept;
 }
 
 /* The counts of e's descriptors, before it leaves the table. */
@@ -203,6 +208,24 @@ static void uncount(NpProcTable *t, const NpProcEntry *e) {
                 t->kept--;
         if (e->stat_fd >= 0)
                 t->stat_kept--;
+        for (unsigned i = 0; i < G_N_ELEMENTS(e->detail_fd); i++)
+                if (e->detail_fd[i] >= 0)
+                        t->detail_kept--;
+}
+
+/* Close e's stat descriptor and the details descriptors kept beside it. */
+static void close_stat_fds(NpProcTable *t, NpProcEntry *e) {
+        if (e->stat_fd >= 0) {
+                close(e->stat_fd);
+                e->stat_fd = -1;
+                t->stat_kept--;
+        }
+        for (unsigned i = 0; i < G_N_ELEMENTS(e->detail_fd); i++)
+                if (e->detail_fd[i] >= 0) {
+                        close(e->detail_fd[i]);
+                        e->detail_fd[i] = -1;
+                        t->detail_kept--;
+                }
 }
 
 static void drop(NpProcTable *t, NpProcEntry *e) {
@@ -221,6 +244,7 @@ static NpProcEntry *discover(NpProcTable *t, int pid, uint32_t ino, uint64_t now
         NpProcEntry *e = g_new0(NpProcEntry, 1);
         e->pid = pid;
         e->stat_fd = -1;
+        e->detail_fd[0] = e->detail_fd[1] = -1;
         e->starttime = st.starttime;
         e->ino = ino;
         e->fd = fd;
@@ -429,12 +453,8 @@ int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat w
                         continue;
                 }
                 bool every_scan = e->rss_bytes >= min_rss_bytes || (wants && wants(userdata, e));
-                if (!every_scan && e->stat_fd >= 0) {
-                        /* no longer read every scan: its stat descriptor goes */
-                        close(e->stat_fd);
-                        e->stat_fd = -1;
-                        t->stat_kept--;
-                }
+                if (!every_scan && e->stat_fd >= 0)
+                        close_stat_fds(t, e); /* no longer read every scan: its descriptors go */
                 if (!e->stat_read && (exec_seen || every_scan)) {
                         NpPidStat st;
                         if (read_stat_kept(t, e, now, &st, every_scan) < 0) {
@@ -472,6 +492,75 @@ int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat w
         if (!merge)
                 g_ptr_array_sort(t->all, cmp_entry_pid);
         return (int) t->live->len;
+}
+
+static const char *const detail_names[] = { [NP_PROC_STATUS] = "status", [NP_PROC_CGROUP] = "cgroup" };
+
+static int read_detail_by_path(int pid, NpProcDetail which, char **contents) {
+        g_autofree char *buf = NULL;
+        int r = np_read_filef(&buf, NULL, "/proc/%d/%s", pid, detail_names[which]);
+        if (r < 0)
+                return gone_or(r);
+        if (!*buf)
+                return -ESRCH;
+        *contents = g_steal_pointer(&buf);
+        return 0;
+}
+
+/* The whole of a kept details file: pread() from offset 0 into a buffer that
+ * grows until the file fits (status is a few kB; the kernel formats it whole
+ * for each read). */
+static int pread_whole(int fd, char **contents) {
+        size_t size = 4096;
+        for (;;) {
+                g_autofree char *buf = g_malloc(size);
+                ssize_t k = pread_all(fd, buf, size);
+                if (k < 0)
+                        return (int) k;
+                if ((size_t) k < size - 1) {
+                        *contents = g_steal_pointer(&buf);
+                        return 0;
+                }
+                if (size >= 1024 * 1024)
+                        return -EFBIG;
+                size *= 2;
+        }
+}
+
+int np_proc_table_read_detail(NpProcTable *t, int pid, NpProcDetail which, char **contents) {
+        g_return_val_if_fail(which < G_N_ELEMENTS(detail_names), -EINVAL);
+        if (pid <= 0)
+                return -EINVAL;
+        NpProcEntry *e = t ? g_hash_table_lookup(t->by_pid, GINT_TO_POINTER(pid)) : NULL;
+        if (!e || e->kthread || e->stat_fd < 0)
+                return read_detail_by_path(pid, which, contents);
+        int *fd = &e->detail_fd[which];
+        if (*fd < 0) {
+                if (!room(t))
+                        return read_detail_by_path(pid, which, contents);
+                char path[PATH_MAX];
+                int n = snprintf(path, sizeof path, "%s/%d/%s", t->proc_path, pid, detail_names[which]);
+                if (n < 0 || (size_t) n >= sizeof path)
+                        return read_detail_by_path(pid, which, contents);
+                int nfd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (nfd < 0)
+                        return gone_or(-errno);
+                char buf[1024];
+                if (pread_all(e->stat_fd, buf, sizeof buf) < 0) {
+                        close(nfd); /* reaped: the pid may be someone else's by now */
+                        return -ESRCH;
+                }
+                *fd = nfd;
+                t->detail_kept++;
+        }
+        int r = pread_whole(*fd, contents);
+        if (r < 0 && r != -ESRCH) {
+                /* not a vanished process: the next read opens it afresh */
+                close(*fd);
+                *fd = -1;
+                t->detail_kept--;
+        }
+        return r;
 }
 
 const GPtrArray *np_proc_table_entries(const NpProcTable *t) {

@@ -20,7 +20,9 @@
  * is read with open+read+close of `stat` every scan instead, and gets a kept
  * descriptor when one frees up. A process whose stat is read every scan
  * (above the threshold, or asked for) also gets a kept stat descriptor while
- * there is room under the same cap, closed when that ends or it exits.
+ * there is room under the same cap, closed when that ends or it exits; and
+ * beside it, at their first read, descriptors of its status and cgroup
+ * (np_proc_table_read_detail()), closed with it.
  *
  * Identity: a kept descriptor is bound to the process it was opened for
  * (procfs pins the struct pid, not the number): once that process is reaped,
@@ -48,6 +50,7 @@ typedef struct {
         int pid;
         int fd; /* kept statm descriptor, or -1 (bookkeeping, read-only for callers) */
         int stat_fd; /* kept stat descriptor of a process whose stat is read every scan, or -1 */
+        int detail_fd[2]; /* kept status and cgroup descriptors (np_proc_table_read_detail()), or -1 */
         uint32_t ino; /* d_ino of /proc/<pid> in the last listing (procfs inode numbers are 32-bit) */
         uint32_t text_pages; /* statm text at the last read: changes on exec */
         uint32_t seen_gen; /* scan generation of the last listing that held it */
@@ -63,6 +66,7 @@ typedef struct {
         uint64_t ticks_usec; /* CLOCK_MONOTONIC of that read */
         double cpu_usage; /* CPUs between the last two stat reads; 0 until there are two */
         unsigned threads; /* at the last stat read */
+        int processor; /* the CPU it last ran on, at the last stat read */
         char comm[16]; /* from stat (TASK_COMM_LEN): when new, after an exec, at every stat read */
 } NpProcEntry;
 
@@ -103,6 +107,28 @@ const GPtrArray *np_proc_table_entries(const NpProcTable *t);
 
 /* The entry of pid (a user process or a kernel thread), or NULL. */
 const NpProcEntry *np_proc_table_lookup(const NpProcTable *t, int pid);
+
+/* The files of a process read beside stat when its details are (np-process.h). */
+typedef enum {
+        NP_PROC_STATUS = 0, /* /proc/<pid>/status */
+        NP_PROC_CGROUP = 1, /* /proc/<pid>/cgroup */
+} NpProcDetail;
+
+/*
+ * Read a details file of pid whole, into *contents (NUL-terminated, caller
+ * g_free()s). For a process whose stat descriptor is kept (it is read every
+ * scan, below the cap, on a real procfs), the file's descriptor is kept
+ * beside it under the same cap and each read is one pread() from offset 0
+ * (instead of open, read, read and close); it is closed with the stat
+ * descriptor. Identity: the descriptor is opened by path, then the stat
+ * descriptor (bound to the process the table knows) is read once more; if
+ * that still succeeds, the process had not been reaped at the open, so the
+ * pid was still its own. Any other pid (unknown to the table, a kernel
+ * thread, beyond the cap, a fixture tree; t NULL) is read by path. 0, -ESRCH
+ * when the process is gone (or the file is empty), -EINVAL for pid <= 0, or
+ * another negative errno.
+ */
+int np_proc_table_read_detail(NpProcTable *t, int pid, NpProcDetail which, char **contents);
 
 typedef struct {
         unsigned max_kept; /* the cap */

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "np-log.h"
+#include "np-proc-table.h"
 #include "np-sysroot.h"
 
 static uint64_t np_now_monotonic_usec(void) {
@@ -136,11 +137,11 @@ void np_process_set_sample(NpProcess *p, const char *comm, double cpu_usage, uin
                 p->changed |= NP_PROCESS_MEMORY_BYTES;
 }
 
-static char *cgroup_path_of(int pid, char **unit) {
+static char *cgroup_path_of(NpProcTable *tab, int pid, char **unit) {
         g_autofree char *buf = NULL;
         char *save = NULL;
         *unit = NULL;
-        if (np_read_filef(&buf, NULL, "/proc/%d/cgroup", pid) < 0) {
+        if (np_proc_table_read_detail(tab, pid, NP_PROC_CGROUP, &buf) < 0) {
                 *unit = g_strdup("");
                 return g_strdup("");
         }
@@ -188,42 +189,76 @@ static void add_cpu(GArray *per_node, unsigned node, double cpu) {
         g_array_append_val(per_node, c);
 }
 
+/* The threads read so far (read_threads()). */
+typedef struct {
+        NpProcess *p;
+        const NpTopology *t;
+        GHashTable *ticks; /* tid -> utime+stime */
+        NpMask *all, *busy;
+        GArray *per_node;
+        double secs, hz; /* secs 0: no CPU use is measured this time */
+} ThreadRead;
+
+static void take_thread(ThreadRead *r, int tid, int processor, uint64_t tk) {
+        int n = np_topology_node_of_cpu(r->t, (unsigned) processor);
+        g_hash_table_insert(r->ticks, GINT_TO_POINTER(tid), GSIZE_TO_POINTER((gsize) tk));
+        if (n < 0)
+                return;
+        np_mask_set(r->all, (unsigned) n);
+        gpointer prev;
+        if (r->secs > 0 && r->p->thread_ticks &&
+            g_hash_table_lookup_extended(r->p->thread_ticks, GINT_TO_POINTER(tid), NULL, &prev) &&
+            tk >= GPOINTER_TO_SIZE(prev)) {
+                double cpu = (double) (tk - GPOINTER_TO_SIZE(prev)) / r->hz / r->secs;
+                add_cpu(r->per_node, (unsigned) n, cpu);
+                if (cpu >= NP_BUSY_THREAD_CPU)
+                        np_mask_set(r->busy, (unsigned) n);
+        }
+}
+
 /* Read every thread's stat: where each last ran and, against the previous
  * read, how much CPU it used; so running_nodes are where the busy threads
- * are and cpu_per_node where its CPU use goes. */
-static void read_threads(NpProcess *p, const NpTopology *t) {
-        g_autofree char *dir = np_path("/proc/%d/task", p->pid);
-        g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+ * are and cpu_per_node where its CPU use goes. A process with one thread
+ * (status said so a moment ago, and so did the stat the table read this
+ * scan) has it all in that stat: its one thread is the leader, whose
+ * task/<pid>/stat is the process's stat, so the task directory is not
+ * listed and read. The process's ticks also count its threads that exited,
+ * so they are compared only with ticks read the same way. */
+static void read_threads(NpProcess *p, const NpTopology *t, NpProcTable *tab) {
         g_autoptr(GHashTable) ticks = g_hash_table_new(g_direct_hash, g_direct_equal);
         g_autoptr(NpMask) all = np_mask_new();
         g_autoptr(NpMask) busy = np_mask_new();
-        GArray *per_node = g_array_new(FALSE, FALSE, sizeof(NpNodeCpu));
-        uint64_t now = np_now_monotonic_usec();
-        double secs = p->threads_usec && now > p->threads_usec ? (double) (now - p->threads_usec) / 1e6 : 0.0;
-        double hz = (double) np_clock_ticks();
-        const char *name;
+        const NpProcEntry *e = tab ? np_proc_table_lookup(tab, p->pid) : NULL;
+        bool single =
+                e && e->stat_read && !e->exited && e->threads == 1 && p->threads == 1 && e->starttime == p->starttime;
+        uint64_t now = single ? e->ticks_usec : np_now_monotonic_usec();
+        ThreadRead r = {
+                .p = p,
+                .t = t,
+                .ticks = ticks,
+                .all = all,
+                .busy = busy,
+                .per_node = g_array_new(FALSE, FALSE, sizeof(NpNodeCpu)),
+                .secs = p->threads_usec && now > p->threads_usec && p->threads_from_stat == single
+                        ? (double) (now - p->threads_usec) / 1e6
+                        : 0.0,
+                .hz = (double) np_clock_ticks(),
+        };
 
-        while (d && (name = g_dir_read_name(d))) {
-                g_autofree char *buf = NULL;
-                NpPidStat st;
-                if (np_read_filef(&buf, NULL, "/proc/%d/task/%s/stat", p->pid, name) < 0)
-                        continue;
-                if (np_parse_pid_stat(buf, &st) < 0)
-                        continue;
-                int n = np_topology_node_of_cpu(t, (unsigned) st.processor);
-                uint64_t tk = st.utime + st.stime;
-                g_hash_table_insert(ticks, GINT_TO_POINTER(st.pid), GSIZE_TO_POINTER((gsize) tk));
-                if (n < 0)
-                        continue;
-                np_mask_set(all, (unsigned) n);
-                gpointer prev;
-                if (secs > 0 && p->thread_ticks &&
-                    g_hash_table_lookup_extended(p->thread_ticks, GINT_TO_POINTER(st.pid), NULL, &prev) &&
-                    tk >= GPOINTER_TO_SIZE(prev)) {
-                        double cpu = (double) (tk - GPOINTER_TO_SIZE(prev)) / hz / secs;
-                        add_cpu(per_node, (unsigned) n, cpu);
-                        if (cpu >= NP_BUSY_THREAD_CPU)
-                                np_mask_set(busy, (unsigned) n);
+        if (single) {
+                take_thread(&r, p->pid, e->processor, e->ticks);
+        } else {
+                g_autofree char *dir = np_path("/proc/%d/task", p->pid);
+                g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+                const char *name;
+                while (d && (name = g_dir_read_name(d))) {
+                        g_autofree char *buf = NULL;
+                        NpPidStat st;
+                        if (np_read_filef(&buf, NULL, "/proc/%d/task/%s/stat", p->pid, name) < 0)
+                                continue;
+                        if (np_parse_pid_stat(buf, &st) < 0)
+                                continue;
+                        take_thread(&r, st.pid, st.processor, st.utime + st.stime);
                 }
         }
         if (np_mask_empty(all)) {
@@ -239,16 +274,17 @@ static void read_threads(NpProcess *p, const NpTopology *t) {
         p->running_nodes = np_mask_copy(np_mask_empty(busy) ? all : busy);
         if (p->cpu_per_node)
                 g_array_unref(p->cpu_per_node);
-        p->cpu_per_node = per_node;
+        p->cpu_per_node = r.per_node;
         if (p->thread_ticks)
                 g_hash_table_unref(p->thread_ticks);
         p->thread_ticks = g_steal_pointer(&ticks);
         p->threads_usec = now;
+        p->threads_from_stat = single;
 }
 
-void np_process_read_cgroup(NpProcess *p) {
+void np_process_read_cgroup(NpProcess *p, NpProcTable *tab) {
         g_autofree char *unit = NULL;
-        g_autofree char *cgroup = cgroup_path_of(p->pid, &unit);
+        g_autofree char *cgroup = cgroup_path_of(tab, p->pid, &unit);
         if (g_strcmp0(cgroup, p->cgroup) != 0) {
                 p->changed |= NP_PROCESS_CGROUP;
                 g_free(p->cgroup);
@@ -296,13 +332,29 @@ static void threads_idle(NpProcess *p) {
                 g_array_index(p->cpu_per_node, NpNodeCpu, i).cpu = 0.0;
 }
 
-int np_process_refresh(NpProcess *p, const NpTopology *t, unsigned maps_max_scans) {
+/* /proc/PID/status, through the table's kept descriptor when it has one. */
+static int read_status(NpProcTable *tab, int pid, NpPidStatus *out) {
+        g_autofree char *buf = NULL;
+        int r = np_proc_table_read_detail(tab, pid, NP_PROC_STATUS, &buf);
+        return r < 0 ? r : np_parse_pid_status(buf, out);
+}
+
+/* Its cpuset allows one memory node and every page of the last numa_maps
+ * read was there (np-maps-refresh.h). */
+static bool memory_settled(const NpProcess *p) {
+        if (!p->mems_allowed || np_mask_weight(p->mems_allowed) != 1 || !p->maps.per_node || p->maps_error)
+                return false;
+        int n = np_mask_first(p->mems_allowed);
+        return n >= 0 && np_numa_maps_node_bytes(&p->maps, (unsigned) n) == p->maps.total_bytes;
+}
+
+int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsigned maps_max_scans) {
         /* status, threads and cgroup: when it ran, or by the age rule, or
          * always before a move (np-maps-refresh.h) */
         bool details = maps_max_scans == NP_MAPS_NOW ||
                 np_details_due(&p->details_age, p->cpu_ticks, p->threads, maps_max_scans);
         NpPidStatus status = { 0 };
-        int r = details ? np_read_pid_status(p->pid, &status) : 1;
+        int r = details ? read_status(tab, p->pid, &status) : 1;
         if (r == -ESRCH || (r < 0 && !still_there(p)))
                 return -ESRCH;
         if (r == 0) {
@@ -319,7 +371,7 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, unsigned maps_max_scan
         uint64_t mem_before = np_process_memory_bytes(p);
         NpMapsDue due = maps_max_scans == NP_MAPS_NOW
                 ? NP_MAPS_DUE_NEW
-                : np_maps_refresh_due(&p->maps_age, p->rss_bytes, p->cpu_ticks, maps_max_scans);
+                : np_maps_refresh_due(&p->maps_age, p->rss_bytes, p->cpu_ticks, maps_max_scans, memory_settled(p));
         if (due == NP_MAPS_KEEP) {
                 np_maps_age_scan(&p->maps_age);
         } else {
@@ -352,8 +404,8 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, unsigned maps_max_scan
         }
 
         if (details) {
-                read_threads(p, t);
-                np_process_read_cgroup(p);
+                read_threads(p, t, tab);
+                np_process_read_cgroup(p, tab);
                 np_details_age_read(&p->details_age, p->cpu_ticks, p->threads);
         } else {
                 threads_idle(p);

@@ -16,6 +16,7 @@
 
 #include "np-maps-refresh.h"
 #include "np-nodemask.h"
+#include "np-proc-table.h"
 #include "np-sample.h"
 #include "np-topology.h"
 
@@ -77,6 +78,8 @@ typedef struct {
                                * CPU time since the last read and their last CPU */
         GHashTable *thread_ticks; /* tid -> utime+stime at the last read */
         uint64_t threads_usec; /* CLOCK_MONOTONIC of that read, 0 = never */
+        bool threads_from_stat; /* that read took the process's stat (one thread): its
+                                 * ticks include the threads that exited, a thread's do not */
         NpNumaMaps maps; /* where its pages are; empty until read */
         int maps_error; /* 0, or why numa_maps could not be read (-EACCES...) */
         NpMapsAge maps_age; /* when numa_maps was read (LocalityTimestamp), np-maps-refresh.h */
@@ -118,8 +121,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpProcess, np_process_free)
  * support where the file does not exist) leaves MemoryPerNode empty,
  * sets maps_error and Locality 1 (nothing is known to be remote), and is
  * logged once at debug level. Sets the NpProcessProp bits of what changed.
+ * tab (may be NULL): the scan's process table, whose kept descriptors serve
+ * status and cgroup (np_proc_table_read_detail()) and whose stat of this
+ * scan stands for task/<pid>/stat of a process with one thread.
  */
-int np_process_refresh(NpProcess *p, const NpTopology *t, unsigned maps_max_scans);
+int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsigned maps_max_scans);
 
 /* maps_max_scans for np_process_refresh(): read numa_maps and the other
  * details now whatever the rules say (before a move). Otherwise numa_maps is read by the rule of
@@ -130,8 +136,9 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, unsigned maps_max_scan
  * out of *maps, which is left empty). */
 void np_process_take_maps(NpProcess *p, NpNumaMaps *maps);
 
-/* Read only /proc/PID/cgroup (Cgroup and Unit), with the changed bits. */
-void np_process_read_cgroup(NpProcess *p);
+/* Read only /proc/PID/cgroup (Cgroup and Unit), with the changed bits;
+ * through tab's kept descriptor when it has one (tab may be NULL). */
+void np_process_read_cgroup(NpProcess *p, NpProcTable *tab);
 
 /* Set the daemon's view (state, target, last placed) and the changed bits.
  * target may be NULL (none); it is copied. */

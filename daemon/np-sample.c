@@ -391,18 +391,6 @@ void np_pid_status_clear(NpPidStatus *s) {
         memset(s, 0, sizeof(*s));
 }
 
-int np_read_pid_status(int pid, NpPidStatus *out) {
-        if (pid <= 0)
-                return -EINVAL;
-        g_autofree char *buf = NULL;
-        int r = np_read_filef(&buf, NULL, "/proc/%d/status", pid);
-        if (r < 0)
-                return gone_or(r);
-        if (!*buf)
-                return -ESRCH;
-        return np_parse_pid_status(buf, out);
-}
-
 /* ---- /proc/<pid>/numa_maps ---------------------------------------------- */
 
 #define MAX_NODE_ID (1u << 20)

@@ -131,14 +131,14 @@ NpMask *np_numa_maps_nodes(const NpNumaMaps *m);
 
 /*
  * Readers. Each returns 0, or -ESRCH when the process is gone (any ENOENT or
- * ESRCH while reading, or an empty stat/status), -EINVAL for pid <= 0 or
+ * ESRCH while reading, or an empty stat), -EINVAL for pid <= 0 or
  * malformed contents, or another negative errno (e.g. -EACCES for another
  * user's numa_maps). A vanished process is an ordinary outcome that callers
  * skip silently. np_read_pid_stat() reads into a stack buffer and does not
- * allocate: it is the per-process, per-scan hot path.
+ * allocate: it is the per-process, per-scan hot path. status is read with
+ * np_proc_table_read_detail() (np-proc-table.h), then np_parse_pid_status().
  */
 int np_read_pid_stat(int pid, NpPidStat *out);
-int np_read_pid_status(int pid, NpPidStatus *out);
 int np_read_numa_maps(int pid, NpNumaMaps *out);
 
 /* List the numeric entries of <root>/proc, sorted. Returns a new GArray of

@@ -94,7 +94,6 @@ static void test_unreadable_numa_maps_keeps_process(Fixture *f, gconstpointer da
         g_assert_true(p->significant);
         g_assert_cmpint(p->maps_error, ==, -EISDIR);
         g_assert_cmpuint(p->maps.total_bytes, ==, 0);
-        g_assert_cmpfloat(p->locality, ==, 1.0);
         g_assert_cmpuint(np_process_memory_bytes(p), ==, 1ull << 30); /* RSS */
 }
 
@@ -125,19 +124,19 @@ static void test_refresh_replaces_details(Fixture *f, gconstpointer data) {
         guint n = p->maps.per_node->len;
         g_assert_cmpuint(n, >, 0);
         for (int i = 0; i < 3; i++)
-                g_assert_cmpint(np_process_refresh(p, f->m->topology, NP_MAPS_NOW), ==, 0);
+                g_assert_cmpint(np_process_refresh(p, f->m->topology, f->m->proc_table, NP_MAPS_NOW), ==, 0);
         g_assert_cmpuint(p->maps.per_node->len, ==, n);
         /* read again, nothing changed: nothing to publish (LocalityTimestamp is not signalled) */
         p->changed = 0;
         uint64_t before = p->maps_age.read_usec;
         g_usleep(2);
-        g_assert_cmpint(np_process_refresh(p, f->m->topology, NP_MAPS_NOW), ==, 0);
+        g_assert_cmpint(np_process_refresh(p, f->m->topology, f->m->proc_table, NP_MAPS_NOW), ==, 0);
         g_assert_cmpuint(p->changed, ==, 0);
         g_assert_cmpuint(p->maps_age.read_usec, >, before);
         /* not due by the refresh rule (same RSS, 1 of 12 scans): not read, nothing to publish */
         p->changed = 0;
         uint64_t read_at = p->maps_age.read_usec;
-        g_assert_cmpint(np_process_refresh(p, f->m->topology, 12), ==, 0);
+        g_assert_cmpint(np_process_refresh(p, f->m->topology, f->m->proc_table, 12), ==, 0);
         g_assert_cmpuint(p->changed, ==, 0);
         g_assert_cmpuint(p->maps_age.read_usec, ==, read_at);
         g_assert_cmpuint(p->maps_age.scans, ==, 1);
@@ -175,7 +174,7 @@ static void test_idle_details(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(p->details_age.scans, ==, 1);
 
         /* before a move it is read whatever the rule says */
-        g_assert_cmpint(np_process_refresh(p, f->m->topology, NP_MAPS_NOW), ==, 0);
+        g_assert_cmpint(np_process_refresh(p, f->m->topology, f->m->proc_table, NP_MAPS_NOW), ==, 0);
         g_free(cpus);
         cpus = np_mask_format(p->cpus_allowed);
         g_assert_cmpstr(cpus, ==, "0-1");
@@ -207,6 +206,72 @@ static void test_idle_details(Fixture *f, gconstpointer data) {
         g_assert_cmpstr(cpus, ==, "0-1");
         g_assert_true(np_manager_is_foreign(f->m, p));
         g_assert_true(g_file_set_contents(status, orig, -1, NULL));
+}
+
+/* Write the fixture's stat of 4242 with utime `utime`: it ran. */
+static void set_utime(Fixture *f, unsigned utime) {
+        g_autofree char *stat = fixture_path(f, "proc/4242/stat");
+        g_autofree char *st = NULL;
+        g_assert_true(g_file_get_contents(stat, &st, NULL, NULL));
+        g_autoptr(GRegex) re = g_regex_new("^(4242 \\(bigdb\\) R( [^ ]+){10}) [0-9]+ ", 0, 0, NULL);
+        g_autofree char *with = g_strdup_printf("\\1 %u ", utime);
+        g_autofree char *out = g_regex_replace(re, st, -1, 0, with, 0, NULL);
+        g_assert_cmpstr(out, !=, st);
+        g_assert_true(g_file_set_contents(stat, out, -1, NULL));
+}
+
+/* A busy process whose cpuset allows one memory node, with every page there
+ * (what a placement on one node leaves), has its numa_maps read when it
+ * becomes significant and then not by age (np-maps-refresh.h); once its
+ * cpuset allows more nodes, the age rule holds again. */
+static void test_settled_memory(Fixture *f, gconstpointer data) {
+        g_autofree char *status = fixture_path(f, "proc/4242/status");
+        g_autofree char *maps = fixture_path(f, "proc/4242/numa_maps");
+        g_autofree char *orig = NULL;
+        g_assert_true(g_file_get_contents(status, &orig, NULL, NULL));
+        GString *n = g_string_new(orig);
+        g_assert_cmpuint(g_string_replace(n, ",0000000f\n", ",00000004\n", 1), ==, 1);
+        g_assert_cmpuint(g_string_replace(n, "Mems_allowed_list:\t0-3", "Mems_allowed_list:\t2", 1), ==, 1);
+        g_autofree char *on_2 = g_string_free(n, FALSE);
+        g_assert_true(g_file_set_contents(status, on_2, -1, NULL));
+        g_assert_true(g_file_set_contents(
+                maps, "7f3a00000000 default anon=262144 dirty=262144 N2=262144 kernelpagesize_kB=4\n", -1, NULL));
+
+        unsigned utime = 184467;
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+        g_assert_true(p->significant);
+        g_assert_cmpuint(p->maps_age.scans, ==, 0);
+        unsigned max = f->m->config->locality_refresh_scans;
+        for (unsigned i = 0; i < 2 * max; i++) {
+                set_utime(f, utime += 100);
+                g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        }
+        g_assert_cmpuint(p->maps_age.scans, ==, 2 * max); /* never read by age */
+        g_autofree char *mems = np_mask_format(p->mems_allowed);
+        g_assert_cmpstr(mems, ==, "2");
+
+        /* its cpuset widened: read at the next scan (it is long past the
+         * bound); a page is elsewhere now */
+        g_assert_true(g_file_set_contents(status, orig, -1, NULL));
+        g_assert_true(g_file_set_contents(
+                maps, "7f3a00000000 default anon=262144 dirty=262144 N1=1 N2=262143 kernelpagesize_kB=4\n", -1, NULL));
+        set_utime(f, utime += 100);
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpuint(p->maps_age.scans, ==, 0);
+        g_assert_cmpuint(np_numa_maps_node_bytes(&p->maps, 1), ==, 4096);
+
+        /* one node again, but a page was elsewhere at the last read: the bound holds */
+        g_assert_true(g_file_set_contents(status, on_2, -1, NULL));
+        for (unsigned i = 1; i < max; i++) {
+                set_utime(f, utime += 100);
+                g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        }
+        g_assert_cmpuint(p->maps_age.scans, ==, max - 1);
+        set_utime(f, utime += 100);
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpuint(p->maps_age.scans, ==, 0);
 }
 
 /* Actions read the one process concerned and never run a scan: Scans and
@@ -342,6 +407,7 @@ int main(int argc, char **argv) {
         ADD("/manager/unreadable-numa-maps", "2node", test_unreadable_numa_maps_keeps_process);
         ADD("/manager/missing-numa-maps", "nonuma", test_missing_numa_maps_keeps_process);
         ADD("/manager/refresh-replaces-details", "4node", test_refresh_replaces_details);
+        ADD("/manager/settled-memory", "4node", test_settled_memory);
         ADD("/manager/idle-details", "4node", test_idle_details);
         ADD("/manager/actions-do-not-scan", "2node", test_actions_do_not_scan);
         ADD("/manager/records-only-for-candidates", "2node", test_records_only_for_candidates);

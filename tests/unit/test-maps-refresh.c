@@ -16,6 +16,7 @@ typedef struct {
         bool moved; /* the daemon moved it this scan: read before, mover's after taken */
         NpMapsDue want; /* NP_MAPS_KEEP: no read this scan */
         bool idle; /* its CPU time does not move */
+        bool settled; /* all its pages on its one allowed memory node */
 } Snap;
 
 /* One scan as the manager runs it. Returns what the rule said. */
@@ -26,7 +27,7 @@ static NpMapsDue scan(NpMapsAge *a, const Snap *s, unsigned max_scans, uint64_t 
         }
         /* busy: its CPU time moves every scan (unless the sequence says idle) */
         uint64_t ticks = s->idle ? 7 : clock;
-        NpMapsDue d = np_maps_refresh_due(a, s->rss, ticks, max_scans);
+        NpMapsDue d = np_maps_refresh_due(a, s->rss, ticks, max_scans, s->settled);
         if (d != NP_MAPS_KEEP) {
                 np_maps_age_read(a, s->rss, ticks, clock);
                 (*reads)++;
@@ -57,13 +58,15 @@ static void run(const char *name, const Snap *seq, size_t n, unsigned max_scans)
 }
 
 #define SIG(rss, want) \
-        { rss, true, false, want, false }
+        { rss, true, false, want, false, false }
 #define IDLE(rss, want) \
-        { rss, true, false, want, true }
+        { rss, true, false, want, true, false }
 #define MOVED(rss, want) \
-        { rss, true, true, want, false }
+        { rss, true, true, want, false, false }
+#define SETTLED(rss, want) \
+        { rss, true, false, want, false, true }
 #define GONE \
-        { 0, false, false, NP_MAPS_KEEP, false }
+        { 0, false, false, NP_MAPS_KEEP, false, false }
 
 static void test_steady(void) {
         /* a constant 1 GiB process: read when it becomes significant, then every 4th scan */
@@ -146,21 +149,43 @@ static void test_idle(void) {
         run("idle", seq, n, 3);
 }
 
+/* A busy process whose memory is settled (placed on one node, all of it
+ * there) is never read by age, however long it runs; its memory changing
+ * still counts; once it is no longer settled (its cpuset widened, or a
+ * page seen elsewhere) the ordinary bound holds again. */
+static void test_settled(void) {
+        Snap seq[40];
+        size_t n = 0;
+        seq[n++] = (Snap) SIG(GIB, NP_MAPS_DUE_NEW);
+        for (unsigned i = 1; i < 20; i++)
+                seq[n++] = (Snap) SETTLED(GIB, NP_MAPS_KEEP);
+        seq[n++] = (Snap) SETTLED(GIB + 100 * MIB, NP_MAPS_DUE_RSS);
+        seq[n++] = (Snap) SETTLED(GIB + 100 * MIB, NP_MAPS_KEEP);
+        seq[n++] = (Snap) SETTLED(GIB + 100 * MIB, NP_MAPS_KEEP);
+        seq[n++] = (Snap) SETTLED(GIB + 100 * MIB, NP_MAPS_KEEP);
+        seq[n++] = (Snap) SIG(GIB + 100 * MIB, NP_MAPS_DUE_AGE); /* 4 scans after the read: at once */
+        seq[n++] = (Snap) SIG(GIB + 100 * MIB, NP_MAPS_KEEP);
+        seq[n++] = (Snap) SIG(GIB + 100 * MIB, NP_MAPS_KEEP);
+        seq[n++] = (Snap) SIG(GIB + 100 * MIB, NP_MAPS_DUE_AGE);
+        g_assert_cmpuint(n, <=, G_N_ELEMENTS(seq));
+        run("settled", seq, n, 3);
+}
+
 static void test_edges(void) {
         NpMapsAge a = { 0 };
-        g_assert_cmpint(np_maps_refresh_due(&a, 0, 0, 10), ==, NP_MAPS_DUE_NEW);
+        g_assert_cmpint(np_maps_refresh_due(&a, 0, 0, 10, false), ==, NP_MAPS_DUE_NEW);
         np_maps_age_read(&a, 0, 0, 5);
-        g_assert_cmpint(np_maps_refresh_due(&a, 0, 0, 10), ==, NP_MAPS_KEEP);
-        g_assert_cmpint(np_maps_refresh_due(&a, 4096, 0, 10), ==, NP_MAPS_DUE_RSS); /* from nothing */
+        g_assert_cmpint(np_maps_refresh_due(&a, 0, 0, 10, false), ==, NP_MAPS_KEEP);
+        g_assert_cmpint(np_maps_refresh_due(&a, 4096, 0, 10, false), ==, NP_MAPS_DUE_RSS); /* from nothing */
         /* huge values do not overflow */
         np_maps_age_read(&a, UINT64_C(1) << 56, 0, 6);
-        g_assert_cmpint(np_maps_refresh_due(&a, (UINT64_C(1) << 56) + (UINT64_C(1) << 50), 0, 10), ==,
+        g_assert_cmpint(np_maps_refresh_due(&a, (UINT64_C(1) << 56) + (UINT64_C(1) << 50), 0, 10, false), ==,
                         NP_MAPS_KEEP); /* +1.6% */
-        g_assert_cmpint(np_maps_refresh_due(&a, UINT64_C(1) << 55, 0, 10), ==, NP_MAPS_DUE_RSS);
+        g_assert_cmpint(np_maps_refresh_due(&a, UINT64_C(1) << 55, 0, 10, false), ==, NP_MAPS_DUE_RSS);
         /* invalidate keeps the timestamp: it still dates what is published */
         np_maps_age_invalidate(&a);
         g_assert_cmpuint(a.read_usec, ==, 6);
-        g_assert_cmpint(np_maps_refresh_due(&a, UINT64_C(1) << 56, 0, 10), ==, NP_MAPS_DUE_NEW);
+        g_assert_cmpint(np_maps_refresh_due(&a, UINT64_C(1) << 56, 0, 10, false), ==, NP_MAPS_DUE_NEW);
         /* the scan counter saturates */
         a.valid = true;
         a.scans = UINT32_MAX;
@@ -201,6 +226,7 @@ int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/maps-refresh/steady", test_steady);
         g_test_add_func("/maps-refresh/idle", test_idle);
+        g_test_add_func("/maps-refresh/settled", test_settled);
         g_test_add_func("/maps-refresh/rss-changes", test_rss_changes);
         g_test_add_func("/maps-refresh/significance-and-moves", test_significance_and_moves);
         g_test_add_func("/maps-refresh/every-scan", test_every_scan);

@@ -507,6 +507,107 @@ static void test_pid_reuse_kept_fd(void) {
         farm_free(f);
 }
 
+/* status and cgroup of a process read every scan: descriptors kept beside
+ * its stat descriptor, closed with it; never another process's data after
+ * its PID is reused, whether the reuse comes before or after the open. */
+static char *read_detail(NpProcTable *t, int pid, NpProcDetail which, int expect) {
+        char *buf = NULL;
+        g_assert_cmpint(np_proc_table_read_detail(t, pid, which, &buf), ==, expect);
+        g_assert_true(expect == 0 ? buf != NULL : buf == NULL);
+        return buf;
+}
+
+static void assert_status_of(NpProcTable *t, int pid) {
+        g_autofree char *buf = read_detail(t, pid, NP_PROC_STATUS, 0);
+        g_autofree char *line = g_strdup_printf("\nPid:\t%d\n", pid);
+        g_assert_nonnull(strstr(buf, line));
+        g_assert_nonnull(strstr(buf, "Cpus_allowed_list:"));
+}
+
+static void test_detail_reads(void) {
+        Farm *f = farm_new();
+        pid_t asked = spawn_child(0, 0), small = spawn_child(0, 0);
+        farm_add(f, asked);
+        farm_add(f, small);
+        g_autoptr(NpProcTable) t = np_proc_table_new(64);
+        g_assert_cmpint(np_proc_table_scan(t, GIB, wants_pid, &asked), ==, 2);
+        g_assert_cmpint(np_proc_table_scan(t, GIB, wants_pid, &asked), ==, 2);
+        const NpProcEntry *e = find(t, asked);
+        g_assert_cmpint(e->stat_fd, >=, 0);
+        g_assert_cmpint(e->detail_fd[NP_PROC_STATUS], ==, -1);
+
+        /* kept at the first read, the same descriptor for the next */
+        assert_status_of(t, asked);
+        int sfd = e->detail_fd[NP_PROC_STATUS];
+        g_assert_cmpint(sfd, >=, 0);
+        assert_status_of(t, asked);
+        g_assert_cmpint(e->detail_fd[NP_PROC_STATUS], ==, sfd);
+        g_autofree char *cg = read_detail(t, asked, NP_PROC_CGROUP, 0);
+        g_autofree char *cg_path = g_strdup_printf("/proc/%d/cgroup", asked);
+        g_autofree char *cg_real = NULL;
+        g_assert_true(g_file_get_contents(cg_path, &cg_real, NULL, NULL));
+        g_assert_cmpstr(cg, ==, cg_real);
+        int cfd = e->detail_fd[NP_PROC_CGROUP];
+        g_assert_cmpint(cfd, >=, 0);
+
+        /* not read every scan, unknown to the table, or no pid: by path */
+        assert_status_of(t, small);
+        g_assert_cmpint(find(t, small)->detail_fd[NP_PROC_STATUS], ==, -1);
+        g_free(read_detail(t, getpid(), NP_PROC_STATUS, -ESRCH)); /* not in the farm */
+        g_free(read_detail(t, 0, NP_PROC_STATUS, -EINVAL));
+        g_free(read_detail(NULL, -1, NP_PROC_CGROUP, -EINVAL));
+
+        /* no longer asked for: closed with its stat descriptor */
+        g_assert_cmpint(np_proc_table_scan(t, GIB, NULL, NULL), ==, 2);
+        e = find(t, asked);
+        g_assert_cmpint(e->stat_fd, ==, -1);
+        g_assert_cmpint(e->detail_fd[NP_PROC_STATUS], ==, -1);
+        g_assert_cmpint(e->detail_fd[NP_PROC_CGROUP], ==, -1);
+        g_assert_cmpint(fcntl(sfd, F_GETFD), ==, -1);
+        g_assert_cmpint(fcntl(cfd, F_GETFD), ==, -1);
+        assert_status_of(t, asked); /* by path */
+        g_assert_cmpint(e->detail_fd[NP_PROC_STATUS], ==, -1);
+
+        /* reuse after the open: the kept descriptor says gone, not the new one */
+        g_assert_cmpint(np_proc_table_scan(t, GIB, wants_pid, &asked), ==, 2);
+        g_assert_cmpint(np_proc_table_scan(t, GIB, wants_pid, &asked), ==, 2);
+        assert_status_of(t, asked);
+        g_assert_cmpint(find(t, asked)->detail_fd[NP_PROC_STATUS], >=, 0);
+        kill_child(asked, true);
+        g_usleep(30000);
+        pid_t reused = spawn_child(0, asked);
+        g_assert_cmpint(reused, ==, asked);
+        g_free(read_detail(t, asked, NP_PROC_STATUS, -ESRCH));
+        /* the scan makes it a new entry; two scans give it a stat descriptor */
+        g_assert_cmpint(np_proc_table_scan(t, GIB, wants_pid, &asked), ==, 2);
+        g_assert_true(find(t, asked)->new_this_scan);
+        g_assert_cmpint(np_proc_table_scan(t, GIB, wants_pid, &asked), ==, 2);
+        assert_status_of(t, asked);
+        g_assert_cmpint(find(t, asked)->detail_fd[NP_PROC_STATUS], >=, 0);
+
+        /* reuse before the open: the new process's file is opened, but the
+         * old stat descriptor no longer reads, so it is given up */
+        g_assert_cmpint(find(t, asked)->detail_fd[NP_PROC_CGROUP], ==, -1);
+        kill_child(asked, true);
+        g_usleep(30000);
+        reused = spawn_child(0, asked);
+        g_assert_cmpint(reused, ==, asked);
+        g_free(read_detail(t, asked, NP_PROC_CGROUP, -ESRCH));
+        g_assert_cmpint(find(t, asked)->detail_fd[NP_PROC_CGROUP], ==, -1);
+        farm_remove(f, reused);
+        kill_child(reused, true);
+
+        /* at the cap (statm and stat take both): read by path */
+        g_autoptr(NpProcTable) t2 = np_proc_table_new(2);
+        g_assert_cmpint(np_proc_table_scan(t2, GIB, wants_pid, &small), ==, 1);
+        g_assert_cmpint(np_proc_table_scan(t2, GIB, wants_pid, &small), ==, 1);
+        g_assert_cmpint(find(t2, small)->stat_fd, >=, 0);
+        assert_status_of(t2, small);
+        g_assert_cmpint(find(t2, small)->detail_fd[NP_PROC_STATUS], ==, -1);
+        kill_child(small, true);
+        farm_free(f);
+}
+
 /* Past the cap: open+read+close of stat every scan, identity by start time;
  * a descriptor is taken when one frees up. */
 static void test_cap_fallback(void) {
@@ -643,6 +744,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/proc-table/kept-reads", test_kept_reads);
         g_test_add_func("/proc-table/exec-read-once", test_exec_read_once);
         g_test_add_func("/proc-table/pid-reuse-kept-fd", test_pid_reuse_kept_fd);
+        g_test_add_func("/proc-table/detail-reads", test_detail_reads);
         g_test_add_func("/proc-table/cap-fallback", test_cap_fallback);
         g_test_add_func("/proc-table/real-proc", test_real_proc);
         g_test_add_func("/proc-table/fd-budget", test_fd_budget);

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Unit tests for np-process's details of a real process: where its threads
+ * ran and how much CPU they used. A process with one thread takes them from
+ * the stat the process table read this scan (its task directory is not
+ * read); one with more threads from task/<tid>/stat.
+ *
+ * The process is a busy child of this test. The daemon sees it through a
+ * temporary root whose proc/<pid>/ holds symlinks to the real files of
+ * /proc/<pid> (with or without task/), so a read of the task directory can
+ * be told from the table's stat; the topology is the 8-node fixture, where
+ * CPUs 0 and 1 are node 0. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "np-proc-table.h"
+#include "np-process.h"
+#include "np-sysroot.h"
+#include "np-topology.h"
+
+static char *self_exe;
+
+static gpointer spin(gpointer data) {
+        (void) data;
+        for (volatile unsigned long i = 0;; i++)
+                ;
+        return NULL;
+}
+
+static gpointer spin_then_exit(gpointer data) {
+        (void) data;
+        gint64 end = g_get_monotonic_time() + 2 * G_USEC_PER_SEC;
+        while (g_get_monotonic_time() < end)
+                ;
+        return NULL;
+}
+
+/* --spin N: N busy threads (this one and N - 1 more); --spin-exit: two, of
+ * which the second ends after 2 s. */
+static int spin_main(unsigned n, bool exit_one) {
+        for (unsigned i = 1; i < n; i++)
+                g_thread_unref(g_thread_new("spin", exit_one ? spin_then_exit : spin, NULL));
+        spin(NULL);
+        return 0;
+}
+
+/* A child of `threads` busy threads on CPU 0 (with exit_one, the second
+ * ends after 2 s); it dies with the test. */
+static pid_t spawn_spinner(unsigned threads, bool exit_one) {
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                cpu_set_t set;
+                CPU_ZERO(&set);
+                CPU_SET(0, &set);
+                sched_setaffinity(0, sizeof set, &set);
+                char n[16];
+                snprintf(n, sizeof n, "%u", threads);
+                execl(self_exe, "test-process", exit_one ? "--spin-exit" : "--spin", n, (char *) NULL);
+                _exit(127);
+        }
+        /* until it runs the spinner with all its threads */
+        g_autofree char *path = g_strdup_printf("/proc/%d/status", pid);
+        g_autofree char *want = g_strdup_printf("Threads:\t%u\n", threads);
+        for (int i = 0; i < 500; i++) {
+                g_autofree char *s = NULL;
+                if (g_file_get_contents(path, &s, NULL, NULL) && strstr(s, want) && strstr(s, "Name:\ttest-process"))
+                        return pid;
+                g_usleep(10000);
+        }
+        g_assert_not_reached();
+}
+
+static void kill_spinner(pid_t pid) {
+        g_assert_cmpint(kill(pid, SIGKILL), ==, 0);
+        g_assert_cmpint(waitpid(pid, NULL, 0), ==, pid);
+}
+
+/* root/proc/<pid>/ with symlinks to the real files; task/ only if asked. */
+static char *make_root(pid_t pid, bool with_task) {
+        char *root = g_dir_make_tmp("np-test-process-XXXXXX", NULL);
+        g_assert_nonnull(root);
+        g_autofree char *dir = g_strdup_printf("%s/proc/%d", root, pid);
+        g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
+        const char *files[] = { "stat", "statm", "status", "cgroup", "numa_maps", "task" };
+        for (unsigned i = 0; i < G_N_ELEMENTS(files); i++) {
+                if (!with_task && g_str_equal(files[i], "task"))
+                        continue;
+                g_autofree char *target = g_strdup_printf("/proc/%d/%s", pid, files[i]);
+                g_autofree char *link = g_strdup_printf("%s/%s", dir, files[i]);
+                g_assert_cmpint(symlink(target, link), ==, 0);
+        }
+        return root;
+}
+
+static void remove_root(char *root, pid_t pid) {
+        g_autofree char *dir = g_strdup_printf("%s/proc/%d", root, pid);
+        g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+        const char *name;
+        while (d && (name = g_dir_read_name(d))) {
+                g_autofree char *p = g_build_filename(dir, name, NULL);
+                g_unlink(p);
+        }
+        g_rmdir(dir);
+        g_autofree char *proc = g_build_filename(root, "proc", NULL);
+        g_rmdir(proc);
+        g_rmdir(root);
+        g_free(root);
+}
+
+static NpTopology *load_8node(void) {
+        const char *f = g_getenv("NP_FIXTURES");
+        g_assert_nonnull(f);
+        g_autofree char *root = g_build_filename(f, "8node", NULL);
+        np_sysroot_set(root);
+        NpTopology *t = NULL;
+        g_autoptr(GError) err = NULL;
+        g_assert_cmpint(np_topology_load(&t, &err), ==, 0);
+        return t;
+}
+
+static bool wants_all(void *userdata, const NpProcEntry *e) {
+        (void) userdata;
+        (void) e;
+        return true;
+}
+
+static double cpu_on(const NpProcess *p, unsigned node) {
+        for (guint i = 0; p->cpu_per_node && i < p->cpu_per_node->len; i++)
+                if (g_array_index(p->cpu_per_node, NpNodeCpu, i).node == node)
+                        return g_array_index(p->cpu_per_node, NpNodeCpu, i).cpu;
+        return 0.0;
+}
+
+/* Two scans and two reads of the details, 500 ms apart: the second read
+ * measures the CPU used between them. */
+static NpProcess *refresh_twice(const NpTopology *topo, NpProcTable *tab, pid_t pid) {
+        g_assert_cmpint(np_proc_table_scan(tab, 0, wants_all, NULL), ==, 1);
+        const NpProcEntry *e = np_proc_table_lookup(tab, pid);
+        g_assert_nonnull(e);
+        NpProcess *p = np_process_new(pid, e->starttime);
+        g_assert_cmpint(np_process_refresh(p, topo, tab, NP_MAPS_NOW), ==, 0);
+        g_usleep(500000);
+        g_assert_cmpint(np_proc_table_scan(tab, 0, wants_all, NULL), ==, 1);
+        g_assert_cmpint(np_process_refresh(p, topo, tab, NP_MAPS_NOW), ==, 0);
+        return p;
+}
+
+typedef struct {
+        unsigned threads;
+        bool with_task;
+        bool measured; /* CPU by node is expected */
+} Case;
+
+static void test_threads(gconstpointer data) {
+        const Case *c = data;
+        g_autoptr(NpTopology) topo = load_8node();
+        pid_t pid = spawn_spinner(c->threads, false);
+        char *root = make_root(pid, c->with_task);
+        np_sysroot_set(root);
+        g_autoptr(NpProcTable) tab = np_proc_table_new(64);
+        g_autoptr(NpProcess) p = refresh_twice(topo, tab, pid);
+
+        g_assert_cmpuint(p->threads, ==, c->threads);
+        g_autofree char *running = np_mask_format(p->running_nodes);
+        g_assert_cmpstr(running, ==, "0"); /* CPU 0 is node 0 */
+        if (c->measured) {
+                g_assert_cmpuint(g_hash_table_size(p->thread_ticks), ==, c->threads);
+                /* the threads share CPU 0: together at most one CPU, on node 0
+                 * (less when other tests run there too) */
+                g_assert_cmpfloat(cpu_on(p, 0), >, 0.0);
+                g_assert_cmpfloat(cpu_on(p, 0), <=, 1.5);
+                g_assert_cmpuint(p->cpu_per_node->len, ==, 1);
+        } else {
+                /* no task directory and more than one thread: only the
+                 * process's own last CPU is known, no CPU by node */
+                g_assert_cmpuint(g_hash_table_size(p->thread_ticks), ==, 0);
+                g_assert_cmpuint(p->cpu_per_node->len, ==, 0);
+        }
+        /* status and cgroup came through descriptors the table keeps */
+        const NpProcEntry *e = np_proc_table_lookup(tab, pid);
+        g_assert_cmpint(e->detail_fd[NP_PROC_STATUS], >=, 0);
+        g_assert_cmpint(e->detail_fd[NP_PROC_CGROUP], >=, 0);
+
+        kill_spinner(pid);
+        np_sysroot_set(NULL);
+        remove_root(root, pid);
+}
+
+/* Its second thread ends between two reads: the first read took both
+ * threads' stat, the second the process's (whose ticks count the thread
+ * that ended). No CPU use is measured across the two kinds of read (it
+ * would count the ended thread's whole life); the next read measures. */
+static void test_thread_ended(void) {
+        g_autoptr(NpTopology) topo = load_8node();
+        pid_t pid = spawn_spinner(2, true);
+        char *root = make_root(pid, true);
+        np_sysroot_set(root);
+        g_autoptr(NpProcTable) tab = np_proc_table_new(64);
+        g_autoptr(NpProcess) p = refresh_twice(topo, tab, pid);
+        g_assert_cmpuint(p->threads, ==, 2);
+        g_assert_false(p->threads_from_stat);
+        g_assert_cmpfloat(cpu_on(p, 0), >, 0.0);
+
+        g_autofree char *path = g_strdup_printf("/proc/%d/status", pid);
+        for (int i = 0; i < 500; i++) {
+                g_autofree char *st = NULL;
+                if (g_file_get_contents(path, &st, NULL, NULL) && strstr(st, "Threads:\t1\n"))
+                        break;
+                g_usleep(10000);
+        }
+        g_usleep(100000);
+        g_assert_cmpint(np_proc_table_scan(tab, 0, wants_all, NULL), ==, 1);
+        g_assert_cmpint(np_process_refresh(p, topo, tab, NP_MAPS_NOW), ==, 0);
+        g_assert_cmpuint(p->threads, ==, 1);
+        g_assert_true(p->threads_from_stat);
+        g_assert_cmpuint(p->cpu_per_node->len, ==, 0);
+        g_autofree char *running = np_mask_format(p->running_nodes);
+        g_assert_cmpstr(running, ==, "0");
+
+        g_usleep(500000);
+        g_assert_cmpint(np_proc_table_scan(tab, 0, wants_all, NULL), ==, 1);
+        g_assert_cmpint(np_process_refresh(p, topo, tab, NP_MAPS_NOW), ==, 0);
+        g_assert_cmpfloat(cpu_on(p, 0), >, 0.0);
+        g_assert_cmpfloat(cpu_on(p, 0), <=, 1.5);
+
+        kill_spinner(pid);
+        np_sysroot_set(NULL);
+        remove_root(root, pid);
+}
+
+int main(int argc, char **argv) {
+        if (argc == 3 && strcmp(argv[1], "--spin") == 0)
+                return spin_main((unsigned) atoi(argv[2]), false);
+        if (argc == 3 && strcmp(argv[1], "--spin-exit") == 0)
+                return spin_main((unsigned) atoi(argv[2]), true);
+        g_test_init(&argc, &argv, NULL);
+        self_exe = g_file_read_link("/proc/self/exe", NULL);
+        g_assert_nonnull(self_exe);
+        static const Case one = { 1, false, true }, two = { 2, true, true }, two_no_task = { 2, false, false };
+        g_test_add_data_func("/process/threads/one-from-table-stat", &one, test_threads);
+        g_test_add_data_func("/process/threads/two-from-task-dir", &two, test_threads);
+        g_test_add_data_func("/process/threads/two-need-task-dir", &two_no_task, test_threads);
+        g_test_add_func("/process/threads/one-after-two", test_thread_ended);
+        return g_test_run();
+}
