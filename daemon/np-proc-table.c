@@ -149,7 +149,6 @@ static void take_stat(NpProcTable *t, NpProcEntry *e, const NpPidStat *st, uint6
         e->ticks = ticks;
         e->ticks_usec = now;
         e->threads = st->num_threads > 0 ? (unsigned) st->num_threads : 0;
-        e->processor = st->processor;
         /* a zombie leader whose other threads still run is alive */
         e->exited = (st->state == 'Z' || st->state == 'X') && st->num_threads <= 1;
         g_strlcpy(e->comm, st->comm, sizeof e->comm);
@@ -492,6 +491,15 @@ int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat w
         if (!merge)
                 g_ptr_array_sort(t->all, cmp_entry_pid);
         return (int) t->live->len;
+}
+
+int np_proc_table_read_stat(NpProcTable *t, int pid, NpPidStat *st) {
+        const NpProcEntry *e = t ? g_hash_table_lookup(t->by_pid, GINT_TO_POINTER(pid)) : NULL;
+        if (!e || e->stat_fd < 0)
+                return -ENOENT;
+        char buf[1024];
+        ssize_t k = pread_all(e->stat_fd, buf, sizeof buf);
+        return k < 0 ? (int) k : np_parse_pid_stat(buf, st);
 }
 
 static const char *const detail_names[] = { [NP_PROC_STATUS] = "status", [NP_PROC_CGROUP] = "cgroup" };

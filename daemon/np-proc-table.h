@@ -66,7 +66,6 @@ typedef struct {
         uint64_t ticks_usec; /* CLOCK_MONOTONIC of that read */
         double cpu_usage; /* CPUs between the last two stat reads; 0 until there are two */
         unsigned threads; /* at the last stat read */
-        int processor; /* the CPU it last ran on, at the last stat read */
         char comm[16]; /* from stat (TASK_COMM_LEN): when new, after an exec, at every stat read */
 } NpProcEntry;
 
@@ -107,6 +106,12 @@ const GPtrArray *np_proc_table_entries(const NpProcTable *t);
 
 /* The entry of pid (a user process or a kernel thread), or NULL. */
 const NpProcEntry *np_proc_table_lookup(const NpProcTable *t, int pid);
+
+/* stat of pid, read now through its kept stat descriptor (the kernel formats
+ * it for this read), without touching the entry. 0, -ENOENT when the table
+ * keeps no stat descriptor for pid (read it by path), -ESRCH when the
+ * process it was opened for is gone, -EINVAL for malformed contents. */
+int np_proc_table_read_stat(NpProcTable *t, int pid, NpPidStat *st);
 
 /* The files of a process read beside stat when its details are (np-process.h). */
 typedef enum {

@@ -219,19 +219,20 @@ static void take_thread(ThreadRead *r, int tid, int processor, uint64_t tk) {
 /* Read every thread's stat: where each last ran and, against the previous
  * read, how much CPU it used; so running_nodes are where the busy threads
  * are and cpu_per_node where its CPU use goes. A process with one thread
- * (status said so a moment ago, and so did the stat the table read this
- * scan) has it all in that stat: its one thread is the leader, whose
- * task/<pid>/stat is the process's stat, so the task directory is not
- * listed and read. The process's ticks also count its threads that exited,
- * so they are compared only with ticks read the same way. */
+ * (status said so a moment ago, and so does its stat read now through the
+ * table's kept descriptor) has it all in that stat: its one thread is the
+ * leader, whose task/<pid>/stat is the process's stat, so the task
+ * directory is not listed and read (one pread() instead of eight calls).
+ * The process's ticks also count its threads that exited, so they are
+ * compared only with ticks read the same way. */
 static void read_threads(NpProcess *p, const NpTopology *t, NpProcTable *tab) {
         g_autoptr(GHashTable) ticks = g_hash_table_new(g_direct_hash, g_direct_equal);
         g_autoptr(NpMask) all = np_mask_new();
         g_autoptr(NpMask) busy = np_mask_new();
-        const NpProcEntry *e = tab ? np_proc_table_lookup(tab, p->pid) : NULL;
-        bool single =
-                e && e->stat_read && !e->exited && e->threads == 1 && p->threads == 1 && e->starttime == p->starttime;
-        uint64_t now = single ? e->ticks_usec : np_now_monotonic_usec();
+        NpPidStat st1;
+        bool single = p->threads == 1 && np_proc_table_read_stat(tab, p->pid, &st1) == 0 && st1.num_threads == 1 &&
+                st1.state != 'Z' && st1.state != 'X' && st1.starttime == p->starttime;
+        uint64_t now = np_now_monotonic_usec();
         ThreadRead r = {
                 .p = p,
                 .t = t,
@@ -246,7 +247,7 @@ static void read_threads(NpProcess *p, const NpTopology *t, NpProcTable *tab) {
         };
 
         if (single) {
-                take_thread(&r, p->pid, e->processor, e->ticks);
+                take_thread(&r, p->pid, st1.processor, st1.utime + st1.stime);
         } else {
                 g_autofree char *dir = np_path("/proc/%d/task", p->pid);
                 g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);

@@ -122,8 +122,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpProcess, np_process_free)
  * sets maps_error and Locality 1 (nothing is known to be remote), and is
  * logged once at debug level. Sets the NpProcessProp bits of what changed.
  * tab (may be NULL): the scan's process table, whose kept descriptors serve
- * status and cgroup (np_proc_table_read_detail()) and whose stat of this
- * scan stands for task/<pid>/stat of a process with one thread.
+ * status and cgroup (np_proc_table_read_detail()) and, for a process with
+ * one thread, the stat that stands for its task/<pid>/stat.
  */
 int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsigned maps_max_scans);
 

@@ -82,9 +82,9 @@ static int child_main(int wfd, unsigned mb) {
 /* fork() with the next PID asked for through ns_last_pid (root in the
  * initial PID namespace): how the PID is chosen where clone3(2) is not
  * available, as under valgrind. Another process may take the PID first, so
- * it is tried a few times. */
+ * it is tried again, up to 200 times (a parallel test run forks too). */
 static pid_t fork_at(int p[2], unsigned mb, pid_t pid_wanted) {
-        for (int attempt = 0; attempt < 20; attempt++) {
+        for (int attempt = 0; attempt < 200; attempt++) {
                 FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "w");
                 g_assert_nonnull(f);
                 fprintf(f, "%d", pid_wanted - 1);
@@ -536,6 +536,15 @@ static void test_detail_reads(void) {
         g_assert_cmpint(e->stat_fd, >=, 0);
         g_assert_cmpint(e->detail_fd[NP_PROC_STATUS], ==, -1);
 
+        /* stat read again now through the kept descriptor, not by path */
+        NpPidStat st;
+        g_assert_cmpint(np_proc_table_read_stat(t, asked, &st), ==, 0);
+        g_assert_cmpint(st.pid, ==, asked);
+        g_assert_cmpuint(st.starttime, ==, e->starttime);
+        g_assert_cmpint(np_proc_table_read_stat(t, small, &st), ==, -ENOENT);
+        g_assert_cmpint(np_proc_table_read_stat(t, getpid(), &st), ==, -ENOENT);
+        g_assert_cmpint(np_proc_table_read_stat(NULL, asked, &st), ==, -ENOENT);
+
         /* kept at the first read, the same descriptor for the next */
         assert_status_of(t, asked);
         int sfd = e->detail_fd[NP_PROC_STATUS];
@@ -578,6 +587,7 @@ static void test_detail_reads(void) {
         pid_t reused = spawn_child(0, asked);
         g_assert_cmpint(reused, ==, asked);
         g_free(read_detail(t, asked, NP_PROC_STATUS, -ESRCH));
+        g_assert_cmpint(np_proc_table_read_stat(t, asked, &st), ==, -ESRCH);
         /* the scan makes it a new entry; two scans give it a stat descriptor */
         g_assert_cmpint(np_proc_table_scan(t, GIB, wants_pid, &asked), ==, 2);
         g_assert_true(find(t, asked)->new_this_scan);

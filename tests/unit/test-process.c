@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests for np-process's details of a real process: where its threads
  * ran and how much CPU they used. A process with one thread takes them from
- * the stat the process table read this scan (its task directory is not
- * read); one with more threads from task/<tid>/stat.
+ * its stat, read through the process table's kept descriptor (its task
+ * directory is not read); one with more threads from task/<tid>/stat.
  *
  * The process is a busy child of this test. The daemon sees it through a
  * temporary root whose proc/<pid>/ holds symlinks to the real files of
@@ -144,11 +144,14 @@ static double cpu_on(const NpProcess *p, unsigned node) {
         return 0.0;
 }
 
-/* Two scans and two reads of the details, 500 ms apart: the second read
- * measures the CPU used between them. */
+/* Two reads of the details, 500 ms apart, each after a scan: the second
+ * read measures the CPU used between them. The scan before the first gives
+ * it a kept stat descriptor (the second scan that reads it). */
 static NpProcess *refresh_twice(const NpTopology *topo, NpProcTable *tab, pid_t pid) {
         g_assert_cmpint(np_proc_table_scan(tab, 0, wants_all, NULL), ==, 1);
+        g_assert_cmpint(np_proc_table_scan(tab, 0, wants_all, NULL), ==, 1);
         const NpProcEntry *e = np_proc_table_lookup(tab, pid);
+        g_assert_cmpint(e->stat_fd, >=, 0);
         g_assert_nonnull(e);
         NpProcess *p = np_process_new(pid, e->starttime);
         g_assert_cmpint(np_process_refresh(p, topo, tab, NP_MAPS_NOW), ==, 0);
@@ -250,7 +253,7 @@ int main(int argc, char **argv) {
         self_exe = g_file_read_link("/proc/self/exe", NULL);
         g_assert_nonnull(self_exe);
         static const Case one = { 1, false, true }, two = { 2, true, true }, two_no_task = { 2, false, false };
-        g_test_add_data_func("/process/threads/one-from-table-stat", &one, test_threads);
+        g_test_add_data_func("/process/threads/one-from-kept-stat", &one, test_threads);
         g_test_add_data_func("/process/threads/two-from-task-dir", &two, test_threads);
         g_test_add_data_func("/process/threads/two-need-task-dir", &two_no_task, test_threads);
         g_test_add_func("/process/threads/one-after-two", test_thread_ended);
