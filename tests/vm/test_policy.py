@@ -19,12 +19,14 @@ node, cgroup v1), at default settings unless a scenario says otherwise.
               advised, TargetNodes), nothing moved
   foreign     a process started with numactl --cpunodebind=1 --membind=1 is
               left alone (State foreign); a process with four busy threads
-              on the 4-CPU VM is not confined to one node
+              on the 4-CPU VM is not confined to one node, nor to fewer
+              nodes than the CPUs it was measured to use
   rate        MaxRate=16M: while the policy moves two processes, property
               reads, Dump() and Advise() answer
 
 Run one: python3 tests/vm/test_policy.py converge
 """
+import math
 import os
 import re
 import sys
@@ -367,11 +369,31 @@ def check_foreign(t, res):
     t.check(res.node_kb("f.before").get(1, 0) >= 300 << 10,
             f"foreign: its 320 MB are counted, on node 1 ({res.node_kb('f.before')})")
     t.eq(res.get("f.cgroup"), "/", "foreign: not put in a cpuset")
+    # Four busy threads with a busy pinned thread on node 1's CPU use about
+    # 3-3.5 CPUs, which is at the edge of "needs every node" (more than the
+    # other three nodes hold): left spread, or placed on as many nodes as
+    # the CPUs it was measured to use (3.06 CPUs left it spread in one CI
+    # run, 2.999 placed it on three nodes in another). Never fewer nodes
+    # than that, never one node.
     st, nodes = states[1] if len(states) == 2 else ("?", [])
-    t.check(st != "placed" or len(nodes) >= 4,
-            f"four busy threads: not confined to fewer nodes than they need ({st} {nodes}, "
+    try:
+        cpu = float((res.get("w.cpu") or "").split()[-1])
+    except (ValueError, IndexError):
+        cpu = 4.0
+    need = max(2, math.ceil(cpu - 0.05))
+    t.check(st != "placed" or len(nodes) >= need,
+            f"four busy threads: not confined to fewer nodes than they need ({st} {nodes}, need {need}, "
             f"CPUUsage {res.get('w.cpu')}, {res.get('w.decision')!r})")
-    t.eq(res.get("w.cgroup"), "/", "four busy threads: left in their cpuset")
+    cg = res.get("w.cgroup") or "?"
+    m = re.fullmatch(r"/numaplaced/nodes-([0-9_-]+)", cg)
+    in_cpuset = None
+    if m:  # "0_2-3" is the node list "0,2-3"
+        in_cpuset = 0
+        for part in m.group(1).split("_"):
+            lo, _, hi = part.partition("-")
+            in_cpuset += int(hi or lo) - int(lo) + 1
+    t.check(cg == "/" or (in_cpuset is not None and in_cpuset >= need),
+            f"four busy threads: left in their cpuset, or in one of at least {need} nodes ({cg})")
     print(f"  ..   four busy threads: CPUUsage {res.get('w.cpu')}, {res.get('w.decision')!r}")
 
 
