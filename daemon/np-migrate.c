@@ -4,6 +4,7 @@
  * accounting from numa_maps, optional pacing to [Migration] MaxRate=.
  */
 #include <errno.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -11,6 +12,7 @@
 
 #include "np-log.h"
 #include "np-migrate.h"
+#include "np-thread.h"
 
 #define NP_PF_EXITING 0x00000004UL
 
@@ -181,9 +183,16 @@ static void log_pair_failure(pid_t pid, const NpMovePair *p, long err) {
         snprintf(f_errno, sizeof(f_errno), "ERRNO=%ld", -err);
         const char *const fields[] = { f_pid, f_src, f_dst, f_errno, NULL };
 
+        /* the mover drops CAP_SYS_NICE (np-mover.h); without it the kernel
+         * refuses nodes outside the process's cpuset */
+        const char *why = err == -EPERM && np_thread_has_effective_cap(CAP_SYS_NICE) == 0
+                ? " (without CAP_SYS_NICE, as MoveSharedPages=no runs it, the kernel moves pages "
+                  "only to nodes the process's cpuset allows)"
+                : "";
+
         np_log_fields(LOG_WARNING, NP_MESSAGE_MIGRATION_FAILED, fields,
-                      "migrate_pages(pid %d, node %u -> node %u) failed: %s; plan abandoned", (int) pid, p->src, p->dst,
-                      g_strerror((int) -err));
+                      "migrate_pages(pid %d, node %u -> node %u) failed: %s%s; plan abandoned", (int) pid, p->src,
+                      p->dst, g_strerror((int) -err), why);
 }
 
 static bool cancelled(const gint *cancel) {

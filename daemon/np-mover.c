@@ -3,6 +3,7 @@
 #include "np-mover.h"
 
 #include <errno.h>
+#include <linux/capability.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <time.h>
@@ -78,11 +79,26 @@ static void run_near(const NpMove *mv) {
                           g_strerror(-r));
 }
 
+/* Without CAP_SYS_NICE, migrate_pages(2) leaves the pages that other
+ * processes map too (see np-mover.h). */
+static void exclusive_pages_only(const NpMove *mv) {
+        int r;
+
+        if (mv->move_shared)
+                return;
+        r = np_thread_drop_effective_cap(CAP_SYS_NICE);
+        if (r < 0)
+                log_warning("pid %d: the mover cannot drop CAP_SYS_NICE (%s); pages shared with other processes move "
+                            "too",
+                            (int) mv->pid, g_strerror(-r));
+}
+
 static gpointer worker(gpointer data) {
         NpMover *m = data;
         NpMove *mv = m->running;
         uint64_t one = 1;
 
+        exclusive_pages_only(mv);
         run_near(mv);
         mv->r = np_migrate_execute_from(mv->pid, mv->plan, mv->have_before ? &mv->before : NULL, mv->max_rate,
                                         &m->cancel, &mv->result);

@@ -30,6 +30,20 @@
  * its CPU with the move while it lasts; it would wait on the pages being
  * moved anyway. When no CPU is in both, the worker runs where it may.
  *
+ * Which pages: migrate_pages(2) moves every page of the process, shared or
+ * not (MPOL_MF_MOVE_ALL), when the caller has CAP_SYS_NICE, and otherwise
+ * only the pages that process alone maps (MPOL_MF_MOVE). Unless
+ * mv->move_shared, the worker drops CAP_SYS_NICE from its own effective set
+ * before the plan (capset(2) of the calling thread only; the worker thread
+ * ends with the move), so shared libraries, memory shared with a parent
+ * after fork(2) and shared memory segments stay where they are. Moving those
+ * for one process takes them away from the others that map them, and each
+ * such page costs a TLB shootdown on every CPU where one of those runs (in
+ * the 4-node VM, placing two busy 320 MB processes of one program took about
+ * 400 shootdowns and 400 more pages that way). The kernel lets a caller
+ * without CAP_SYS_NICE move pages only to nodes the target's cpuset allows;
+ * the daemon confines first, so the plan's nodes are allowed.
+ *
  * The worker touches nothing but the NpMove it was given (handed over at
  * start, handed back at done) and its cancel flag. Every move submitted gets
  * exactly one done() call, also when cancelled, when the mover is freed,
@@ -48,6 +62,9 @@ typedef struct NpMove {
         uint64_t starttime;
         GArray *plan; /* NpMovePair; set by prepare(), owned */
         uint64_t max_rate; /* bytes per second, 0 = unlimited */
+        /* MoveSharedPages=: also move pages other processes map too (set by
+         * prepare(); false: the worker drops CAP_SYS_NICE first, below) */
+        bool move_shared;
         /* numa_maps as prepare() read it, when it did (the worker then does
          * not read it again before the plan); owned */
         NpNumaMaps before;

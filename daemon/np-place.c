@@ -108,6 +108,7 @@ static int prepare(NpMove *mv, void *userdata) {
         np_mask_and(q->from, m->topology->online);
         mv->plan = np_plan_migration_present(q->from, q->nodes, m->config->skip_overlapping_nodes, present);
         mv->max_rate = m->config->max_rate;
+        mv->move_shared = m->config->move_shared_pages;
 
         g_autoptr(NpMask) cpus = cpus_for(m, q->nodes);
         int r = np_backend_confine(m->backend, q->pid, q->starttime, q->nodes, cpus, &e);

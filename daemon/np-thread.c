@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* A thread's CPU affinity as an NpMask, and CPU time. See np-thread.h. */
+/* A thread's CPU affinity as an NpMask, CPU time and effective capabilities.
+ * See np-thread.h. */
 #include "np-thread.h"
 
 #include <errno.h>
 #include <glib.h>
+#include <linux/capability.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 int np_thread_get_affinity(pid_t tid, NpMask **out) {
         /* Grow the set until the kernel's cpumask fits (EINVAL = too small). */
@@ -50,4 +54,45 @@ uint64_t np_cpu_usec(int who) {
                 return 0;
         return (uint64_t) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * G_USEC_PER_SEC +
                 (uint64_t) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+/* The calling thread's capability sets (version 3: two 32-bit words). */
+static int caps_get(struct __user_cap_data_struct data[2]) {
+        struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+
+        if (syscall(SYS_capget, &hdr, data) < 0)
+                return -errno;
+        return 0;
+}
+
+int np_thread_has_effective_cap(int cap) {
+        struct __user_cap_data_struct data[2] = { 0 };
+        int r;
+
+        if (cap < 0 || cap >= 64)
+                return -EINVAL;
+        r = caps_get(data);
+        if (r < 0)
+                return r;
+        return !!(data[cap / 32].effective & (1u << (cap % 32)));
+}
+
+int np_thread_drop_effective_cap(int cap) {
+        struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+        struct __user_cap_data_struct data[2] = { 0 };
+        int r;
+
+        if (cap < 0 || cap >= 64)
+                return -EINVAL;
+        r = caps_get(data);
+        if (r < 0)
+                return r;
+        if (!(data[cap / 32].effective & (1u << (cap % 32))))
+                return 0;
+        data[cap / 32].effective &= ~(1u << (cap % 32));
+        /* the raw system call: glibc has no wrapper that would apply it to
+         * every thread, and this must apply to the caller alone */
+        if (syscall(SYS_capset, &hdr, data) < 0)
+                return -errno;
+        return 0;
 }

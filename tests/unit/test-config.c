@@ -58,6 +58,7 @@ static void assert_defaults(const NpConfig *c) {
         g_assert_null(c->exclude[0]);
         g_assert_true(c->skip_overlapping_nodes);
         g_assert_cmpuint(c->max_rate, ==, 0);
+        g_assert_false(c->move_shared_pages);
         g_assert_nonnull(c->files);
 }
 
@@ -97,7 +98,8 @@ static void test_every_key(void) {
                                         "Exclude=1234\n"
                                         "[Migration]\n"
                                         "SkipOverlappingNodes=no\n"
-                                        "MaxRate=512M\n");
+                                        "MaxRate=512M\n"
+                                        "MoveSharedPages=yes\n");
         g_assert_cmpint(c->mode, ==, NP_MODE_ADVISE);
         g_assert_cmpint(c->backend, ==, NP_BACKEND_SYSTEMD);
         g_assert_cmpuint(c->scan_interval_usec, ==, 2500000);
@@ -121,6 +123,7 @@ static void test_every_key(void) {
         g_assert_cmpstrv(c->exclude, exc);
         g_assert_false(c->skip_overlapping_nodes);
         g_assert_cmpuint(c->max_rate, ==, UINT64_C(512) << 20);
+        g_assert_true(c->move_shared_pages);
 
         /* the other enum values, case and whitespace */
         g_autoptr(NpConfig) d = load_ok("  [Daemon]  \n  Backend = cpuset  \nMode=ENFORCE\nLogLevel=warn\r\n");
@@ -583,7 +586,7 @@ static void test_to_string(void) {
                        "\n[Placement]\nTargetUtilization=85\nMemoryLocalityTarget=90\n"
                        "MinProcessMemory=300M\nMinProcessCPU=0.5\nMinSecondsBetweenMoves=30\nLocalityRefreshScans=12\n"
                        "ReservedCPUs=\nKeepInterleaved=no\nInclude=\nExclude=\n"));
-        g_assert_nonnull(strstr(s, "\n[Migration]\nSkipOverlappingNodes=yes\nMaxRate=0\n"));
+        g_assert_nonnull(strstr(s, "\n[Migration]\nSkipOverlappingNodes=yes\nMaxRate=0\nMoveSharedPages=no\n"));
 
         /* round trip of non-default values */
         const char *text =
@@ -592,7 +595,7 @@ static void test_to_string(void) {
                 "[Placement]\nTargetUtilization=1\nMemoryLocalityTarget=100\nMinProcessMemory=1.5G\n"
                 "MinProcessCPU=0.125\nMinSecondsBetweenMoves=1.5\nLocalityRefreshScans=7\nReservedCPUs=3,1,2,9\n"
                 "KeepInterleaved=true\nInclude=a\\\\b x* 7\nExclude=z\n"
-                "[Migration]\nSkipOverlappingNodes=0\nMaxRate=1000\n";
+                "[Migration]\nSkipOverlappingNodes=0\nMaxRate=1000\nMoveSharedPages=on\n";
         g_autoptr(NpConfig) c = load_ok(text);
         g_autofree char *s1 = np_config_to_string(c);
         g_assert_nonnull(strstr(s1, "ScanIntervalSec=0.25\n"));
@@ -601,6 +604,7 @@ static void test_to_string(void) {
         g_assert_nonnull(strstr(s1, "MinProcessCPU=0.125\n"));
         g_assert_nonnull(strstr(s1, "ReservedCPUs=1-3,9\n"));
         g_assert_nonnull(strstr(s1, "MaxRate=1000\n"));
+        g_assert_nonnull(strstr(s1, "MoveSharedPages=yes\n"));
         g_assert_nonnull(strstr(s1, "LocalityRefreshScans=7\n"));
         g_assert_nonnull(strstr(s1, "# Read from: test.conf\n"));
         g_autoptr(NpConfig) c2 = load_ok(s1);
@@ -620,7 +624,7 @@ static char **key_names(void) {
                 if (eq && g_ascii_isupper((*l)[0]))
                         g_ptr_array_add(keys, g_strndup(*l, (size_t) (eq - *l)));
         }
-        g_assert_cmpuint(keys->len, ==, 20);
+        g_assert_cmpuint(keys->len, ==, 21);
         g_ptr_array_add(keys, NULL);
         return (char **) g_ptr_array_free(g_steal_pointer(&keys), false);
 }

@@ -4,13 +4,15 @@
  * moves run on the worker thread while the loop keeps running, one at a
  * time in submission order, a second move of the same pid is refused,
  * cancelling a queued or a running (paced) move, stop, and a prepare()
- * failure; the worker runs on the move's CPUs where it may. This machine
+ * failure; the worker runs on the move's CPUs where it may, and without
+ * CAP_SYS_NICE unless the move may take shared pages. This machine
  * has one NUMA node, so the plans here are the no-op pair 0 -> 0 (the
  * kernel moves nothing) and the long move is made long by MaxRate pacing of
  * the child's memory on node 0.
  */
 #include <errno.h>
 #include <glib.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +71,7 @@ typedef struct {
         GArray *results; /* r of each done() */
         int fail_prepare; /* pid whose prepare() fails */
         NpMask *cpus; /* prepare() gives each move these CPUs (NULL: none) */
+        bool move_shared; /* prepare() sets mv->move_shared to it */
         unsigned prepared;
 } Fixture;
 
@@ -85,6 +88,7 @@ static int prepare(NpMove *mv, void *userdata) {
         g_array_append_val(mv->plan, pair);
         if (f->cpus)
                 mv->cpus = np_mask_copy(f->cpus);
+        mv->move_shared = f->move_shared;
         return 0;
 }
 
@@ -237,6 +241,33 @@ static void test_data_freed(Fixture *f, gconstpointer data) {
         reap_child(a);
 }
 
+/* The thread id of the worker thread ("np-mover"), or 0. */
+static pid_t worker_tid(void) {
+        g_autoptr(GDir) d = g_dir_open("/proc/self/task", 0, NULL);
+        const char *name;
+
+        g_assert_nonnull(d);
+        while ((name = g_dir_read_name(d))) {
+                g_autofree char *path = g_strdup_printf("/proc/self/task/%s/comm", name);
+                g_autofree char *comm = NULL;
+
+                if (g_file_get_contents(path, &comm, NULL, NULL) && strcmp(g_strchomp(comm), "np-mover") == 0)
+                        return (pid_t) atoi(name);
+        }
+        return 0;
+}
+
+/* The effective capabilities of thread `tid` (CapEff: of its status). */
+static uint64_t cap_eff(pid_t tid) {
+        g_autofree char *path = g_strdup_printf("/proc/self/task/%d/status", (int) tid);
+        g_autofree char *s = NULL;
+
+        g_assert_true(g_file_get_contents(path, &s, NULL, NULL));
+        const char *l = strstr(s, "\nCapEff:");
+        g_assert_nonnull(l);
+        return g_ascii_strtoull(l + strlen("\nCapEff:"), NULL, 16);
+}
+
 /* The CPUs the worker thread ("np-mover") may run on now, or NULL. */
 static NpMask *worker_cpus(void) {
         g_autoptr(GDir) d = g_dir_open("/proc/self/task", 0, NULL);
@@ -256,8 +287,9 @@ static NpMask *worker_cpus(void) {
         return NULL;
 }
 
-/* Run a paced move with f->cpus, return the worker's CPUs while it runs. */
-static NpMask *cpus_of_running_move(Fixture *f) {
+/* Run a paced move with f->cpus, return the worker's CPUs while it runs
+ * and, when capeff is given, its effective capabilities then. */
+static NpMask *cpus_of_running_move(Fixture *f, uint64_t *capeff) {
         pid_t a = spawn_child();
         NpMask *got;
 
@@ -278,6 +310,11 @@ static NpMask *cpus_of_running_move(Fixture *f) {
                 got = worker_cpus();
                 g_assert_nonnull(got);
         }
+        if (capeff) {
+                pid_t tid = worker_tid();
+                g_assert_cmpint(tid, >, 0);
+                *capeff = cap_eff(tid);
+        }
         g_assert_cmpint(np_mover_cancel(f->mover, a), ==, 0);
         run_until(f, f->order->len + 1, 10 * G_USEC_PER_SEC);
         reap_child(a);
@@ -296,7 +333,7 @@ static void test_runs_near(Fixture *f, gconstpointer data) {
         f->cpus = np_mask_new();
         np_mask_set(f->cpus, (unsigned) last);
         np_mask_set(f->cpus, 100000);
-        g_autoptr(NpMask) near = cpus_of_running_move(f);
+        g_autoptr(NpMask) near = cpus_of_running_move(f, NULL);
         g_assert_nonnull(near);
         g_autofree char *near_s = np_mask_format(near);
         g_autofree char *want_s = g_strdup_printf("%d", last);
@@ -305,13 +342,13 @@ static void test_runs_near(Fixture *f, gconstpointer data) {
         /* none of ours: where the daemon may */
         np_mask_zero(f->cpus);
         np_mask_set(f->cpus, 100000);
-        g_autoptr(NpMask) none = cpus_of_running_move(f);
+        g_autoptr(NpMask) none = cpus_of_running_move(f, NULL);
         g_assert_nonnull(none);
         g_assert_true(np_mask_equal(none, mine));
 
         /* no CPUs given: the same */
         g_clear_pointer(&f->cpus, np_mask_free);
-        g_autoptr(NpMask) unset = cpus_of_running_move(f);
+        g_autoptr(NpMask) unset = cpus_of_running_move(f, NULL);
         g_assert_nonnull(unset);
         g_assert_true(np_mask_equal(unset, mine));
 
@@ -320,6 +357,75 @@ static void test_runs_near(Fixture *f, gconstpointer data) {
         g_assert_cmpint(np_thread_get_affinity(0, &after), ==, 0);
         g_assert_true(np_mask_equal(after, mine));
         g_assert_cmpuint(f->order->len, ==, 3);
+}
+
+/* Unless MoveSharedPages=yes, the worker drops CAP_SYS_NICE from its own
+ * effective set before the plan (migrate_pages(2) then moves only the pages
+ * the process alone maps); the daemon's other threads keep it, and the
+ * move still succeeds. */
+static void test_shared_pages_cap(Fixture *f, gconstpointer data) {
+        const uint64_t nice = UINT64_C(1) << CAP_SYS_NICE;
+        uint64_t eff = 0;
+
+        if (!(cap_eff(gettid()) & nice)) {
+                g_test_skip("needs CAP_SYS_NICE (run as root)");
+                return;
+        }
+        /* the worker is confined to one CPU (when there are several) right
+         * after it drops the capability: a change to wait for */
+        g_autoptr(NpMask) mine = NULL;
+        g_assert_cmpint(np_thread_get_affinity(0, &mine), ==, 0);
+        f->cpus = np_mask_new();
+        np_mask_set(f->cpus, (unsigned) np_mask_last(mine));
+
+        f->move_shared = false;
+        g_autoptr(NpMask) c1 = cpus_of_running_move(f, &eff);
+        g_assert_cmpuint(eff & nice, ==, 0);
+        g_assert_cmpint(np_thread_has_effective_cap(CAP_SYS_NICE), ==, 1);
+        g_assert_cmpuint(cap_eff(gettid()) & nice, ==, nice);
+
+        f->move_shared = true;
+        g_autoptr(NpMask) c2 = cpus_of_running_move(f, &eff);
+        g_assert_cmpuint(eff & nice, ==, nice);
+
+        /* both moves ended by the cancel, not by a failure */
+        g_assert_cmpuint(f->results->len, ==, 2);
+        g_assert_cmpint(g_array_index(f->results, int, 0), ==, -ECANCELED);
+        g_assert_cmpint(g_array_index(f->results, int, 1), ==, -ECANCELED);
+}
+
+/* np_thread_drop_effective_cap() changes the calling thread only, and
+ * migrate_pages(2) of another process to a node its cpuset allows works
+ * without CAP_SYS_NICE. */
+static pid_t drop_child;
+
+static gpointer drop_in_thread(gpointer data) {
+        long *r = data;
+        r[0] = np_thread_drop_effective_cap(CAP_SYS_NICE);
+        r[1] = np_thread_has_effective_cap(CAP_SYS_NICE);
+        r[2] = np_thread_drop_effective_cap(CAP_SYS_NICE); /* already dropped: 0 */
+        r[3] = np_migrate_pair(drop_child, 0, 0);
+        return NULL;
+}
+
+static void test_drop_cap_thread_only(void) {
+        long r[4] = { -1, -1, -1, -1 };
+
+        g_assert_cmpint(np_thread_drop_effective_cap(-1), ==, -EINVAL);
+        g_assert_cmpint(np_thread_has_effective_cap(64), ==, -EINVAL);
+        if (np_thread_has_effective_cap(CAP_SYS_NICE) != 1) {
+                g_test_skip("needs CAP_SYS_NICE (run as root)");
+                return;
+        }
+        drop_child = spawn_child();
+        GThread *t = g_thread_new("drop", drop_in_thread, r);
+        g_thread_join(t);
+        reap_child(drop_child);
+        g_assert_cmpint(r[0], ==, 0);
+        g_assert_cmpint(r[1], ==, 0);
+        g_assert_cmpint(r[2], ==, 0);
+        g_assert_cmpint(r[3], ==, 0);
+        g_assert_cmpint(np_thread_has_effective_cap(CAP_SYS_NICE), ==, 1);
 }
 
 int main(int argc, char **argv) {
@@ -331,6 +437,8 @@ int main(int argc, char **argv) {
         ADD("/mover/prepare-fails-and-gone", test_prepare_fails_and_gone);
         ADD("/mover/data-freed", test_data_freed);
         ADD("/mover/runs-near", test_runs_near);
+        ADD("/mover/shared-pages-cap", test_shared_pages_cap);
 #undef ADD
+        g_test_add_func("/mover/drop-cap-thread-only", test_drop_cap_thread_only);
         return g_test_run();
 }
