@@ -128,6 +128,8 @@ R busy-state $(busctl get-property $PO State)
 R busy-target $(busctl get-property $PO TargetNodes)
 R busy-numa $(awk '{ for (i = 2; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split(substr($i, 2), a, "="); s[a[1]] += a[2] * 4 } }
     END { for (n in s) printf "%s=%d ", n, s[n] }' /proc/$BP/numa_maps)
+# the mover's thread gave up CAP_SYS_NICE under the unit's system call filter
+R busy-capset-warnings $(journalctl -u numaplaced --no-pager | grep -c 'cannot drop CAP_SYS_NICE')
 R busy-affinity "$(taskset -pc $BP)"
 R busy-effective-mems "$(systemctl show -p EffectiveMemoryNodes --value busy)"
 R busy-allowed "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value busy | tr '\n' ' ')"
@@ -318,6 +320,7 @@ def body():
     # 4
     bp = res.get("busy-pid")
     t.check(bp and bp in (res.get("busy-managed") or "").split(), f"the policy placed the busy service's process {bp}")
+    t.eq(res.get("busy-capset-warnings"), "0", "the mover could drop CAP_SYS_NICE (capset allowed by the unit's filter)")
     t.eq(res.get("busy-state"), 's "placed"', "its State")
     tgt = (res.get("busy-target") or "").split()
     t.check(len(tgt) == 3 and tgt[:2] == ["au", "1"], f"one target node: {tgt}")
