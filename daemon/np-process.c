@@ -199,8 +199,7 @@ typedef struct {
         double secs, hz; /* secs 0: no CPU use is measured this time */
 } ThreadRead;
 
-static void take_thread(ThreadRead *r, int tid, int processor, uint64_t tk) {
-        int n = np_topology_node_of_cpu(r->t, (unsigned) processor);
+static void take_thread(ThreadRead *r, int tid, int n, uint64_t tk) {
         g_hash_table_insert(r->ticks, GINT_TO_POINTER(tid), GSIZE_TO_POINTER((gsize) tk));
         if (n < 0)
                 return;
@@ -216,6 +215,21 @@ static void take_thread(ThreadRead *r, int tid, int processor, uint64_t tk) {
         }
 }
 
+/* The node every thread of p runs on, when the daemon confined it to one:
+ * placed or pinned on a single node (the backends confine every thread,
+ * and new threads inherit it), and its CPUs (the leader's, as status said a
+ * moment ago) still all of that node. -1 otherwise. */
+static int confined_node(const NpProcess *p, const NpTopology *t) {
+        if ((p->state != NP_PROC_PLACED && p->state != NP_PROC_PINNED) || !p->target ||
+            np_mask_weight(p->target) != 1 || !p->cpus_allowed || np_mask_empty(p->cpus_allowed))
+                return -1;
+        int n = np_mask_first(p->target);
+        NP_MASK_FOREACH (c, p->cpus_allowed)
+                if (np_topology_node_of_cpu(t, (unsigned) c) != n)
+                        return -1;
+        return n;
+}
+
 /* Read every thread's stat: where each last ran and, against the previous
  * read, how much CPU it used; so running_nodes are where the busy threads
  * are and cpu_per_node where its CPU use goes. A process with one thread
@@ -223,15 +237,19 @@ static void take_thread(ThreadRead *r, int tid, int processor, uint64_t tk) {
  * table's kept descriptor) has it all in that stat: its one thread is the
  * leader, whose task/<pid>/stat is the process's stat, so the task
  * directory is not listed and read (one pread() instead of eight calls).
- * The process's ticks also count its threads that exited, so they are
- * compared only with ticks read the same way. */
+ * So does a process the daemon confined to one node (confined_node()):
+ * all its threads run there, so its own ticks are its CPU on that node,
+ * however many threads it has. The process's ticks also count its threads
+ * that exited, so they are compared only with ticks read the same way. */
 static void read_threads(NpProcess *p, const NpTopology *t, NpProcTable *tab) {
         g_autoptr(GHashTable) ticks = g_hash_table_new(g_direct_hash, g_direct_equal);
         g_autoptr(NpMask) all = np_mask_new();
         g_autoptr(NpMask) busy = np_mask_new();
         NpPidStat st1;
-        bool single = p->threads == 1 && np_proc_table_read_stat(tab, p->pid, &st1) == 0 && st1.num_threads == 1 &&
-                st1.state != 'Z' && st1.state != 'X' && st1.starttime == p->starttime;
+        int confined = confined_node(p, t);
+        bool from_stat = (p->threads == 1 || confined >= 0) && np_proc_table_read_stat(tab, p->pid, &st1) == 0 &&
+                (st1.num_threads == 1 || confined >= 0) && st1.state != 'Z' && st1.state != 'X' &&
+                st1.starttime == p->starttime;
         uint64_t now = np_now_monotonic_usec();
         ThreadRead r = {
                 .p = p,
@@ -240,14 +258,15 @@ static void read_threads(NpProcess *p, const NpTopology *t, NpProcTable *tab) {
                 .all = all,
                 .busy = busy,
                 .per_node = g_array_new(FALSE, FALSE, sizeof(NpNodeCpu)),
-                .secs = p->threads_usec && now > p->threads_usec && p->threads_from_stat == single
+                .secs = p->threads_usec && now > p->threads_usec && p->threads_from_stat == from_stat
                         ? (double) (now - p->threads_usec) / 1e6
                         : 0.0,
                 .hz = (double) np_clock_ticks(),
         };
 
-        if (single) {
-                take_thread(&r, p->pid, st1.processor, st1.utime + st1.stime);
+        if (from_stat) {
+                int n = confined >= 0 ? confined : np_topology_node_of_cpu(t, (unsigned) st1.processor);
+                take_thread(&r, p->pid, n, st1.utime + st1.stime);
         } else {
                 g_autofree char *dir = np_path("/proc/%d/task", p->pid);
                 g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
@@ -259,7 +278,8 @@ static void read_threads(NpProcess *p, const NpTopology *t, NpProcTable *tab) {
                                 continue;
                         if (np_parse_pid_stat(buf, &st) < 0)
                                 continue;
-                        take_thread(&r, st.pid, st.processor, st.utime + st.stime);
+                        take_thread(&r, st.pid, np_topology_node_of_cpu(t, (unsigned) st.processor),
+                                    st.utime + st.stime);
                 }
         }
         if (np_mask_empty(all)) {
@@ -280,7 +300,7 @@ static void read_threads(NpProcess *p, const NpTopology *t, NpProcTable *tab) {
                 g_hash_table_unref(p->thread_ticks);
         p->thread_ticks = g_steal_pointer(&ticks);
         p->threads_usec = now;
-        p->threads_from_stat = single;
+        p->threads_from_stat = from_stat;
 }
 
 void np_process_read_cgroup(NpProcess *p, NpProcTable *tab) {

@@ -78,7 +78,7 @@ typedef struct {
                                * CPU time since the last read and their last CPU */
         GHashTable *thread_ticks; /* tid -> utime+stime at the last read */
         uint64_t threads_usec; /* CLOCK_MONOTONIC of that read, 0 = never */
-        bool threads_from_stat; /* that read took the process's stat (one thread): its
+        bool threads_from_stat; /* that read took the process's stat (one thread, or confined to one node): its
                                  * ticks include the threads that exited, a thread's do not */
         NpNumaMaps maps; /* where its pages are; empty until read */
         int maps_error; /* 0, or why numa_maps could not be read (-EACCES...) */

@@ -2,7 +2,8 @@
 /* Unit tests for np-process's details of a real process: where its threads
  * ran and how much CPU they used. A process with one thread takes them from
  * its stat, read through the process table's kept descriptor (its task
- * directory is not read); one with more threads from task/<tid>/stat.
+ * directory is not read); one with more threads from task/<tid>/stat,
+ * unless the daemon confined it to one node.
  *
  * The process is a busy child of this test. The daemon sees it through a
  * temporary root whose proc/<pid>/ holds symlinks to the real files of
@@ -244,6 +245,67 @@ static void test_thread_ended(void) {
         remove_root(root, pid);
 }
 
+/* Place p (as the policy does) on `node`. */
+static void set_placed(NpProcess *p, unsigned node) {
+        p->state = NP_PROC_PLACED;
+        np_mask_free(p->target);
+        p->target = np_mask_new();
+        np_mask_set(p->target, node);
+}
+
+/* Two busy threads on CPU 0 (node 0), their task directory readable. While
+ * the daemon has not placed it, the threads are read one by one. Placed on
+ * node 0, whose CPUs its own include all, its threads all run there: the
+ * process's stat stands for them (no task directory needed), its CPU is
+ * measured on node 0 from the read after the one that changed the kind of
+ * read. Placed on node 1 while it runs on node 0's CPU, nothing is
+ * assumed. */
+static void test_confined(void) {
+        g_autoptr(NpTopology) topo = load_8node();
+        pid_t pid = spawn_spinner(2, false);
+        char *root = make_root(pid, true);
+        np_sysroot_set(root);
+        g_autoptr(NpProcTable) tab = np_proc_table_new(64);
+        g_autoptr(NpProcess) p = refresh_twice(topo, tab, pid);
+        g_assert_false(p->threads_from_stat);
+        g_assert_cmpuint(g_hash_table_size(p->thread_ticks), ==, 2);
+
+        /* placed on node 0: the kind of read changes, nothing is measured */
+        set_placed(p, 0);
+        g_usleep(200000);
+        g_assert_cmpint(np_proc_table_scan(tab, 0, wants_all, NULL), ==, 1);
+        g_assert_cmpint(np_process_refresh(p, topo, tab, NP_MAPS_NOW), ==, 0);
+        g_assert_true(p->threads_from_stat);
+        g_assert_cmpuint(g_hash_table_size(p->thread_ticks), ==, 1);
+        g_assert_cmpuint(p->cpu_per_node->len, ==, 0);
+
+        /* without the task directory, the next read measures both threads */
+        g_autofree char *task = g_strdup_printf("%s/proc/%d/task", root, pid);
+        g_assert_cmpint(g_unlink(task), ==, 0);
+        g_usleep(500000);
+        g_assert_cmpint(np_proc_table_scan(tab, 0, wants_all, NULL), ==, 1);
+        g_assert_cmpint(np_process_refresh(p, topo, tab, NP_MAPS_NOW), ==, 0);
+        g_assert_true(p->threads_from_stat);
+        g_assert_cmpfloat(cpu_on(p, 0), >, 0.0);
+        g_assert_cmpfloat(cpu_on(p, 0), <=, 1.5);
+        g_assert_cmpuint(p->cpu_per_node->len, ==, 1);
+        g_autofree char *running = np_mask_format(p->running_nodes);
+        g_assert_cmpstr(running, ==, "0");
+
+        /* placed on node 1 but running on node 0's CPU: no shortcut, and
+         * without the task directory no CPU by node */
+        set_placed(p, 1);
+        g_usleep(200000);
+        g_assert_cmpint(np_proc_table_scan(tab, 0, wants_all, NULL), ==, 1);
+        g_assert_cmpint(np_process_refresh(p, topo, tab, NP_MAPS_NOW), ==, 0);
+        g_assert_false(p->threads_from_stat);
+        g_assert_cmpuint(p->cpu_per_node->len, ==, 0);
+
+        kill_spinner(pid);
+        np_sysroot_set(NULL);
+        remove_root(root, pid);
+}
+
 int main(int argc, char **argv) {
         if (argc == 3 && strcmp(argv[1], "--spin") == 0)
                 return spin_main((unsigned) atoi(argv[2]), false);
@@ -257,5 +319,6 @@ int main(int argc, char **argv) {
         g_test_add_data_func("/process/threads/two-from-task-dir", &two, test_threads);
         g_test_add_data_func("/process/threads/two-need-task-dir", &two_no_task, test_threads);
         g_test_add_func("/process/threads/one-after-two", test_thread_ended);
+        g_test_add_func("/process/threads/confined-to-one-node", test_confined);
         return g_test_run();
 }
