@@ -380,12 +380,14 @@ static void test_shared_pages_cap(Fixture *f, gconstpointer data) {
 
         f->move_shared = false;
         g_autoptr(NpMask) c1 = cpus_of_running_move(f, &eff);
+        g_assert_nonnull(c1);
         g_assert_cmpuint(eff & nice, ==, 0);
         g_assert_cmpint(np_thread_has_effective_cap(CAP_SYS_NICE), ==, 1);
         g_assert_cmpuint(cap_eff(gettid()) & nice, ==, nice);
 
         f->move_shared = true;
         g_autoptr(NpMask) c2 = cpus_of_running_move(f, &eff);
+        g_assert_nonnull(c2);
         g_assert_cmpuint(eff & nice, ==, nice);
 
         /* both moves ended by the cancel, not by a failure */
