@@ -56,39 +56,30 @@ uint64_t np_cpu_usec(int who) {
                 (uint64_t) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
-/* The calling thread's capability sets (version 3: two 32-bit words). */
-static int caps_get(struct __user_cap_data_struct data[2]) {
+/* The calling thread's capability sets (version 3: two 32-bit words) and
+ * whether `cap` is effective in them: 1, 0 or -errno. */
+static int caps_get(int cap, struct __user_cap_data_struct data[2]) {
         struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
 
+        if (cap < 0 || cap >= 64)
+                return -EINVAL;
         if (syscall(SYS_capget, &hdr, data) < 0)
                 return -errno;
-        return 0;
+        return !!(data[cap / 32].effective & (1u << (cap % 32)));
 }
 
 int np_thread_has_effective_cap(int cap) {
         struct __user_cap_data_struct data[2] = { 0 };
-        int r;
-
-        if (cap < 0 || cap >= 64)
-                return -EINVAL;
-        r = caps_get(data);
-        if (r < 0)
-                return r;
-        return !!(data[cap / 32].effective & (1u << (cap % 32)));
+        return caps_get(cap, data);
 }
 
 int np_thread_drop_effective_cap(int cap) {
         struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
         struct __user_cap_data_struct data[2] = { 0 };
-        int r;
+        int r = caps_get(cap, data);
 
-        if (cap < 0 || cap >= 64)
-                return -EINVAL;
-        r = caps_get(data);
-        if (r < 0)
+        if (r <= 0)
                 return r;
-        if (!(data[cap / 32].effective & (1u << (cap % 32))))
-                return 0;
         data[cap / 32].effective &= ~(1u << (cap % 32));
         /* the raw system call: glibc has no wrapper that would apply it to
          * every thread, and this must apply to the caller alone */

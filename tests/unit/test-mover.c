@@ -270,21 +270,13 @@ static uint64_t cap_eff(pid_t tid) {
 
 /* The CPUs the worker thread ("np-mover") may run on now, or NULL. */
 static NpMask *worker_cpus(void) {
-        g_autoptr(GDir) d = g_dir_open("/proc/self/task", 0, NULL);
-        const char *name;
+        pid_t tid = worker_tid();
+        NpMask *cpus = NULL;
 
-        g_assert_nonnull(d);
-        while ((name = g_dir_read_name(d))) {
-                g_autofree char *path = g_strdup_printf("/proc/self/task/%s/comm", name);
-                g_autofree char *comm = NULL;
-                NpMask *cpus = NULL;
-
-                if (!g_file_get_contents(path, &comm, NULL, NULL) || strcmp(g_strchomp(comm), "np-mover") != 0)
-                        continue;
-                g_assert_cmpint(np_thread_get_affinity((pid_t) atoi(name), &cpus), ==, 0);
-                return cpus;
-        }
-        return NULL;
+        if (tid <= 0)
+                return NULL;
+        g_assert_cmpint(np_thread_get_affinity(tid, &cpus), ==, 0);
+        return cpus;
 }
 
 /* Run a paced move with f->cpus, return the worker's CPUs while it runs
