@@ -178,6 +178,9 @@ static void room(const Ledger *l, const NpMask *set, double *mem, double *cpu, d
  * one-CPU node to itself, and spreading it over two nodes would only cost
  * locality. Two busy processes still never share a node when another has
  * room. */
+/* How far above the CPUs it can use a CPU-bound process may measure. */
+#define NP_CPU_MEASURE_SLACK 0.02
+
 static bool fits(const Ledger *l, const NpMask *set, double mem, double cpu, double margin) {
         double rm, rc, cm, cc;
         room(l, set, &rm, &rc, &cm, &cc);
@@ -199,7 +202,10 @@ static bool fits(const Ledger *l, const NpMask *set, double mem, double cpu, dou
                         used += s->used_cpu;
                 }
         }
-        return used <= raw - cc - margin * raw && cpu <= raw * (1.0 - margin);
+        /* a thread that is busy all the time measures up to a few percent
+         * more than one CPU (CPU time is sampled at ticks): it still fits
+         * an idle CPU */
+        return used <= raw - cc - margin * raw && cpu - NP_CPU_MEASURE_SLACK <= raw * (1.0 - margin);
 }
 
 /* Commit p on set: its pages already there stay, the rest spread by

@@ -144,6 +144,26 @@ static void test_node_count_by_demand(void) {
         machine_clear(&m);
 }
 
+/* One thread busy all the time on machines of one CPU per node measures
+ * a little above 1.0 CPUs now and then (ticks are sampled): it still fits
+ * one idle node; clearly more than one CPU does not. */
+static void test_busy_thread_fits_one_cpu(void) {
+        Machine m;
+        machine_init(&m, 4, 1, 512 * MiB);
+        process(&m, 100, 1.004, "1", (unsigned[]){ 0, 160, 160, 0 });
+        g_autoptr(GPtrArray) d = decide(&m);
+        g_assert_cmpint(dec(d, 0)->kind, ==, NP_DECISION_MOVE);
+        g_assert_cmpuint(np_mask_weight(dec(d, 0)->nodes), ==, 1);
+        machine_clear(&m);
+
+        machine_init(&m, 4, 1, 512 * MiB);
+        process(&m, 100, 1.1, "1", (unsigned[]){ 0, 160, 160, 0 });
+        g_autoptr(GPtrArray) d2 = decide(&m);
+        g_assert_cmpint(dec(d2, 0)->kind, ==, NP_DECISION_MOVE);
+        g_assert_cmpuint(np_mask_weight(dec(d2, 0)->nodes), ==, 2);
+        machine_clear(&m);
+}
+
 static void test_near_neighbours(void) {
         Machine m;
         machine_init(&m, 8, 2, 2 * GiB);
@@ -642,6 +662,7 @@ int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/policy/one-node-where-memory-is", test_one_node_where_memory_is);
         g_test_add_func("/policy/node-count-by-demand", test_node_count_by_demand);
+        g_test_add_func("/policy/busy-thread-fits-one-cpu", test_busy_thread_fits_one_cpu);
         g_test_add_func("/policy/near-neighbours", test_near_neighbours);
         g_test_add_func("/policy/seed-machine-prefers-memory", test_seed_machine_prefers_memory);
         g_test_add_func("/policy/two-big-processes-split", test_two_big_processes_split);

@@ -35,6 +35,9 @@ Then:
 In v2, where entering the final cgroup (mems = the target) would make the
 kernel migrate whatever is still outside, the growth of pgmigrate_success
 must equal Place's bytes: the cgroup step moved nothing more.
+MoveSharedPages=yes throughout: the plans are checked page for page against
+numa_maps, which counts the library text the workload shares with every
+other process (test_shared.py covers the default, no).
 """
 import os
 import re
@@ -62,6 +65,7 @@ LogLevel=debug
 [Migration]
 SkipOverlappingNodes=yes
 MaxRate=0
+MoveSharedPages=yes
 """
 
 SCRIPT = r"""
