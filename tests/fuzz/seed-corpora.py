@@ -108,7 +108,7 @@ def seeds():
         b"LogLevel=debug\nReleaseOnStop=no\n[Placement]\nTargetUtilization=70\nMemoryLocalityTarget=95\n"
         b"MinProcessMemory=1G\nMinProcessCPU=1.5\nMinSecondsBetweenMoves=0\nReservedCPUs=0\n"
         b"KeepInterleaved=yes\nInclude=a\\sb,c*\nExclude=\n[Migration]\nSkipOverlappingNodes=no\n"
-        b"MaxRate=64M\nMoveSharedPages=yes\n")
+        b"MaxRate=64M\nMoveSharedPages=no\n")
     add("config", "no-main-file", b"")
     add("config", "bad-line", b"[Daemon]\nMode=sometimes\n")
     return out

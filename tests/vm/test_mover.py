@@ -35,9 +35,9 @@ Then:
 In v2, where entering the final cgroup (mems = the target) would make the
 kernel migrate whatever is still outside, the growth of pgmigrate_success
 must equal Place's bytes: the cgroup step moved nothing more.
-MoveSharedPages=yes throughout: the plans are checked page for page against
-numa_maps, which counts the library text the workload shares with every
-other process (test_shared.py covers the default, no).
+MoveSharedPages=yes (the default) throughout, set in the file: the plans are
+checked page for page against numa_maps, which counts the library text the
+workload shares with every other process (test_shared.py covers no).
 """
 import os
 import re

@@ -6,14 +6,14 @@ Each case starts `np-workload --bind 0 --mb 32 --share-mb 32`: 32 MB of its
 own and 32 MB of MAP_SHARED memory that a child maps too, all on node 0, and
 calls Place(pid, [1]):
 
-- MoveSharedPages=no (the default): its own 32 MB move to node 1, the shared
+- MoveSharedPages=no: its own 32 MB move to node 1, the shared
   32 MB stay on node 0 (in its numa_maps and in the child's), Place's bytes
   and pgmigrate_success count its own memory only (and less than 8 MB of
   stack, heap and library data). On cgroup v2 the memory
   nodes narrow after the plan and the kernel moves the rest itself (v2's
   cpuset always migrates): the shared pages end on node 1 too, Place's bytes
   include them and the log says the kernel moved them.
-- MoveSharedPages=yes (Reload()): everything moves, the child's view of the
+- MoveSharedPages=yes (the default; Reload()): everything moves, the child's view of the
   shared memory too.
 
 Usage: test_shared.py v1|v2
