@@ -183,8 +183,8 @@ static void log_pair_failure(pid_t pid, const NpMovePair *p, long err) {
         snprintf(f_errno, sizeof(f_errno), "ERRNO=%ld", -err);
         const char *const fields[] = { f_pid, f_src, f_dst, f_errno, NULL };
 
-        /* the mover drops CAP_SYS_NICE (np-mover.h); without it the kernel
-         * refuses nodes outside the process's cpuset */
+        /* with MoveSharedPages=no the mover drops CAP_SYS_NICE (np-mover.h);
+         * without it the kernel refuses nodes outside the process's cpuset */
         const char *why = err == -EPERM && np_thread_has_effective_cap(CAP_SYS_NICE) == 0
                 ? " (without CAP_SYS_NICE, as MoveSharedPages=no runs it, the kernel moves pages "
                   "only to nodes the process's cpuset allows)"
