@@ -78,7 +78,7 @@ static const NpConfigKey config_keys[] = {
 
         { "Migration", "SkipOverlappingNodes", NP_KEY_BOOL, OFF(skip_overlapping_nodes), "yes", 0, 0, NULL },
         { "Migration", "MaxRate", NP_KEY_SIZE, OFF(max_rate), "0", 0, 0, NULL },
-        { "Migration", "MoveSharedPages", NP_KEY_BOOL, OFF(move_shared_pages), "yes", 0, 0, NULL },
+        { "Migration", "MoveSharedPages", NP_KEY_BOOL, OFF(move_shared_pages), "no", 0, 0, NULL },
 };
 
 #define N_KEYS G_N_ELEMENTS(config_keys)

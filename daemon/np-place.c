@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "np-log.h"
 #include "np-migrate-plan.h"
@@ -194,8 +195,25 @@ static void mark_released(NpManager *m, PlaceReq *q) {
         np_manager_process_changed(m, p, old);
 }
 
+/* Bytes the move left outside `nodes` without failing on them: with
+ * MoveSharedPages=no, the pages other processes map too, which
+ * migrate_pages(2) passes over. The pages it failed on (no room, busy) are
+ * not counted: a later move may take them. */
+static uint64_t stuck_bytes(const NpMove *mv, const NpMask *nodes) {
+        const NpNumaMaps *after = &mv->result.after;
+        uint64_t on = 0;
+
+        if (!after->per_node)
+                return 0;
+        NP_MASK_FOREACH (n, nodes)
+                on += np_numa_maps_node_bytes(after, (unsigned) n);
+        uint64_t outside = after->total_bytes - MIN(on, after->total_bytes);
+        uint64_t failed = mv->result.failed_pages * (uint64_t) sysconf(_SC_PAGESIZE);
+        return outside - MIN(failed, outside);
+}
+
 static void record_placed(NpManager *m, PlaceReq *q, uint64_t moved, uint64_t usec, uint64_t cpu_usec, bool incomplete,
-                          NpNumaMaps *after) {
+                          uint64_t stuck, NpNumaMaps *after) {
         NpProcess *p = np_manager_process(m, q->pid);
         g_autofree char *from_s = np_mask_format(q->from);
         g_autofree char *to_s = np_mask_format(q->nodes);
@@ -210,6 +228,7 @@ static void record_placed(NpManager *m, PlaceReq *q, uint64_t moved, uint64_t us
                 p->moved_usec = np_now_usec(CLOCK_MONOTONIC);
                 np_process_set_state(p, q->reason == NP_PLACE_MANUAL ? NP_PROC_PINNED : NP_PROC_PLACED, q->nodes,
                                      np_now_usec(CLOCK_REALTIME));
+                p->stuck_bytes = stuck;
                 /* where its pages are now: the mover's own read after the move
                  * (np-maps-refresh.h), then the rest of its details */
                 np_process_take_maps(p, after);
@@ -389,7 +408,7 @@ static void done(NpMove *mv, void *userdata) {
                                     fe ? fe->message : g_strerror(-r));
                 goto out;
         }
-        record_placed(m, q, moved, usec, mv->cpu_usec, mv->r < 0, &mv->result.after);
+        record_placed(m, q, moved, usec, mv->cpu_usec, mv->r < 0, stuck_bytes(mv, q->nodes), &mv->result.after);
         if (defer && self)
                 self->finish_deferred = true;
         if (mv->r < 0) {

@@ -107,6 +107,7 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out) {
                                 : np_process_held(p) || advised           ? p->target
                                                                           : NULL,
                         .left = p->left,
+                        .stuck = hold == NP_HOLD_PLACED && !advised ? p->stuck_bytes : 0,
                         .since_move_usec = p->moved_usec ? now - p->moved_usec : UINT64_MAX,
                         .hold = hold,
                         .group = group,

@@ -356,6 +356,19 @@ static void consider(const Ledger *l, const NpPolicyProcess *p, NpMask *set, con
         }
 }
 
+/* The pages a placed p's last move left outside its nodes that are still
+ * there: p->stuck, but at most what is outside now. */
+static uint64_t stuck_now(const NpPolicyProcess *p) {
+        return MIN(p->stuck, p->mem - MIN(p->mem, bytes_on_set(p, p->current)));
+}
+
+/* The share of a placed p's memory on its nodes, leaving out stuck_now():
+ * moving "the rest" again would not move those. */
+static double locality_placed(const NpPolicyProcess *p) {
+        uint64_t counted = p->mem - stuck_now(p);
+        return counted ? (double) MIN(p->mem, bytes_on_set(p, p->current)) / (double) counted : 1.0;
+}
+
 /* Can p's pages that are not on set move there now: is that much memory
  * free on its nodes (after the moves decided before it)? */
 static bool movable(const Ledger *l, const NpPolicyProcess *p, const NpMask *set) {
@@ -611,7 +624,7 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                         continue;
                 g_autofree char *cur = fmt_mask(p->current);
                 if (fits(&l, p->current, (double) p->mem, cpu_demand(p), -NP_POLICY_HYSTERESIS)) {
-                        double there = p->mem ? (double) bytes_on_set(p, p->current) / (double) p->mem : 1.0;
+                        double there = locality_placed(p);
                         bool rest =
                                 there * 100.0 < (double) params->memory_locality_target && movable(&l, p, p->current);
                         commit(&l, p, p->current);
@@ -626,7 +639,11 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                                 continue;
                         }
                         out[i] = decision(p->pid, NP_DECISION_KEEP, NULL,
-                                          g_strdup_printf("placed on %s, which has room", cur));
+                                          stuck_now(p) ? g_strdup_printf("placed on %s, which has room (its last move "
+                                                                         "left %.1f MiB elsewhere that it could not "
+                                                                         "move)",
+                                                                         cur, (double) stuck_now(p) / (1 << 20))
+                                                       : g_strdup_printf("placed on %s, which has room", cur));
                         continue;
                 }
                 g_autofree char *ctx = g_strdup_printf("placed on %s, which is now crowded", cur);
@@ -791,6 +808,7 @@ static void groups_build(Groups *g, const NpPolicyProcess *procs, guint n_procs)
                 u->threads = u->threads && p->threads ? u->threads + p->threads : 0;
                 u->mem += p->mem;
                 u->interleaved += p->interleaved;
+                u->stuck += p->stuck;
                 u->running = mask_union(g, u->running, p->running);
                 u->current = mask_union(g, u->current, p->current);
                 if (!u->left)

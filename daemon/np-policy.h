@@ -75,6 +75,9 @@ typedef struct {
         const GArray *cpu_per_node; /* NpNodeCpu: where its CPU use is; NULL = spread over running */
         const NpMask *current; /* nodes it is confined to (placed, pinned, moving), else NULL */
         const NpMask *left; /* the nodes it left at its last move, or NULL */
+        uint64_t stuck; /* bytes outside current that its last move there left where they
+                         * were (pages other processes map too, with MoveSharedPages=no):
+                         * not counted against its locality there */
         uint64_t since_move_usec; /* time since its last move; UINT64_MAX = never moved */
         NpPolicyHold hold;
         unsigned group; /* 0, or the same number for processes placed as one (the

@@ -115,6 +115,7 @@ void np_process_set_state(NpProcess *p, NpProcState state, const NpMask *target,
                 p->changed |= NP_PROCESS_TARGET_NODES;
                 np_mask_free(p->target);
                 p->target = target ? np_mask_copy(target) : NULL;
+                p->stuck_bytes = 0; /* it was of the nodes it left */
         }
         if (p->last_placed_usec != last_placed_usec)
                 p->changed |= NP_PROCESS_LAST_PLACED;
@@ -361,12 +362,13 @@ static int read_status(NpProcTable *tab, int pid, NpPidStatus *out) {
 }
 
 /* Its cpuset allows one memory node and every page of the last numa_maps
- * read was there (np-maps-refresh.h). */
+ * read was there, but for those its last move left elsewhere (stuck_bytes)
+ * (np-maps-refresh.h). */
 static bool memory_settled(const NpProcess *p) {
         if (!p->mems_allowed || np_mask_weight(p->mems_allowed) != 1 || !p->maps.per_node || p->maps_error)
                 return false;
         int n = np_mask_first(p->mems_allowed);
-        return n >= 0 && np_numa_maps_node_bytes(&p->maps, (unsigned) n) == p->maps.total_bytes;
+        return n >= 0 && np_numa_maps_node_bytes(&p->maps, (unsigned) n) + p->stuck_bytes >= p->maps.total_bytes;
 }
 
 int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsigned maps_max_scans) {

@@ -94,6 +94,8 @@ typedef struct {
         uint64_t last_placed_usec; /* CLOCK_REALTIME, 0 = never */
         uint64_t moved_usec; /* CLOCK_MONOTONIC of the last move, 0 = never */
         NpMask *left; /* the nodes it left at its last move, or NULL */
+        uint64_t stuck_bytes; /* bytes its last move left outside target without failing on
+                               * them (MoveSharedPages=no: pages other processes map too) */
         NpMask *moving_to; /* a move of it is queued or running to these nodes */
         bool finish_deferred; /* placed, but its unit's memory nodes wait for a sibling's move (np-place.c) */
         char *decision; /* the policy's last word on it ("" = none yet) */
@@ -141,7 +143,7 @@ void np_process_take_maps(NpProcess *p, NpNumaMaps *maps);
 void np_process_read_cgroup(NpProcess *p, NpProcTable *tab);
 
 /* Set the daemon's view (state, target, last placed) and the changed bits.
- * target may be NULL (none); it is copied. */
+ * target may be NULL (none); it is copied. A new target clears stuck_bytes. */
 void np_process_set_state(NpProcess *p, NpProcState state, const NpMask *target, uint64_t last_placed_usec);
 
 /* Set the values every scan reads and the changed bits. */

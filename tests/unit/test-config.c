@@ -58,7 +58,7 @@ static void assert_defaults(const NpConfig *c) {
         g_assert_null(c->exclude[0]);
         g_assert_true(c->skip_overlapping_nodes);
         g_assert_cmpuint(c->max_rate, ==, 0);
-        g_assert_true(c->move_shared_pages);
+        g_assert_false(c->move_shared_pages);
         g_assert_nonnull(c->files);
 }
 
@@ -99,7 +99,7 @@ static void test_every_key(void) {
                                         "[Migration]\n"
                                         "SkipOverlappingNodes=no\n"
                                         "MaxRate=512M\n"
-                                        "MoveSharedPages=no\n");
+                                        "MoveSharedPages=yes\n");
         g_assert_cmpint(c->mode, ==, NP_MODE_ADVISE);
         g_assert_cmpint(c->backend, ==, NP_BACKEND_SYSTEMD);
         g_assert_cmpuint(c->scan_interval_usec, ==, 2500000);
@@ -123,7 +123,7 @@ static void test_every_key(void) {
         g_assert_cmpstrv(c->exclude, exc);
         g_assert_false(c->skip_overlapping_nodes);
         g_assert_cmpuint(c->max_rate, ==, UINT64_C(512) << 20);
-        g_assert_false(c->move_shared_pages);
+        g_assert_true(c->move_shared_pages);
 
         /* the other enum values, case and whitespace */
         g_autoptr(NpConfig) d = load_ok("  [Daemon]  \n  Backend = cpuset  \nMode=ENFORCE\nLogLevel=warn\r\n");
@@ -586,7 +586,7 @@ static void test_to_string(void) {
                        "\n[Placement]\nTargetUtilization=85\nMemoryLocalityTarget=90\n"
                        "MinProcessMemory=300M\nMinProcessCPU=0.5\nMinSecondsBetweenMoves=30\nLocalityRefreshScans=12\n"
                        "ReservedCPUs=\nKeepInterleaved=no\nInclude=\nExclude=\n"));
-        g_assert_nonnull(strstr(s, "\n[Migration]\nSkipOverlappingNodes=yes\nMaxRate=0\nMoveSharedPages=yes\n"));
+        g_assert_nonnull(strstr(s, "\n[Migration]\nSkipOverlappingNodes=yes\nMaxRate=0\nMoveSharedPages=no\n"));
 
         /* round trip of non-default values */
         const char *text =
@@ -595,7 +595,7 @@ static void test_to_string(void) {
                 "[Placement]\nTargetUtilization=1\nMemoryLocalityTarget=100\nMinProcessMemory=1.5G\n"
                 "MinProcessCPU=0.125\nMinSecondsBetweenMoves=1.5\nLocalityRefreshScans=7\nReservedCPUs=3,1,2,9\n"
                 "KeepInterleaved=true\nInclude=a\\\\b x* 7\nExclude=z\n"
-                "[Migration]\nSkipOverlappingNodes=0\nMaxRate=1000\nMoveSharedPages=off\n";
+                "[Migration]\nSkipOverlappingNodes=0\nMaxRate=1000\nMoveSharedPages=on\n";
         g_autoptr(NpConfig) c = load_ok(text);
         g_autofree char *s1 = np_config_to_string(c);
         g_assert_nonnull(strstr(s1, "ScanIntervalSec=0.25\n"));
@@ -604,7 +604,7 @@ static void test_to_string(void) {
         g_assert_nonnull(strstr(s1, "MinProcessCPU=0.125\n"));
         g_assert_nonnull(strstr(s1, "ReservedCPUs=1-3,9\n"));
         g_assert_nonnull(strstr(s1, "MaxRate=1000\n"));
-        g_assert_nonnull(strstr(s1, "MoveSharedPages=no\n"));
+        g_assert_nonnull(strstr(s1, "MoveSharedPages=yes\n"));
         g_assert_nonnull(strstr(s1, "LocalityRefreshScans=7\n"));
         g_assert_nonnull(strstr(s1, "# Read from: test.conf\n"));
         g_autoptr(NpConfig) c2 = load_ok(s1);

@@ -223,7 +223,8 @@ static void set_utime(Fixture *f, unsigned utime) {
 /* A busy process whose cpuset allows one memory node, with every page there
  * (what a placement on one node leaves), has its numa_maps read when it
  * becomes significant and then not by age (np-maps-refresh.h); once its
- * cpuset allows more nodes, the age rule holds again. */
+ * cpuset allows more nodes, the age rule holds again. Pages outside that
+ * its last move left there (stuck_bytes) do not unsettle it. */
 static void test_settled_memory(Fixture *f, gconstpointer data) {
         g_autofree char *status = fixture_path(f, "proc/4242/status");
         g_autofree char *maps = fixture_path(f, "proc/4242/numa_maps");
@@ -272,6 +273,15 @@ static void test_settled_memory(Fixture *f, gconstpointer data) {
         set_utime(f, utime += 100);
         g_assert_cmpint(np_manager_scan(f->m), ==, 0);
         g_assert_cmpuint(p->maps_age.scans, ==, 0);
+
+        /* that page is one its last move left where it was (stuck_bytes,
+         * MoveSharedPages=no): settled again, never read by age */
+        p->stuck_bytes = 4096;
+        for (unsigned i = 0; i < 2 * max; i++) {
+                set_utime(f, utime += 100);
+                g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        }
+        g_assert_cmpuint(p->maps_age.scans, ==, 2 * max);
 }
 
 /* Actions read the one process concerned and never run a scan: Scans and

@@ -514,6 +514,41 @@ static void test_placed_stays_then_grows(void) {
         machine_clear(&m);
 }
 
+/* Pages its last move left where they were (pages other processes map too,
+ * with MoveSharedPages=no) do not count against a placed process's
+ * locality: moving "the rest" would not move them. Pages outside beyond
+ * them do. */
+static void test_placed_stuck_pages(void) {
+        static const struct {
+                unsigned outside, stuck; /* MiB on node 0; it has 400 MiB on node 1 */
+                bool move;
+        } cases[] = {
+                { 200, 200, false }, /* all of what is outside was left by its move */
+                { 200, 500, false }, /* stuck is at most what is outside now */
+                { 200, 160, false }, /* 400 of 440: 91%, at MemoryLocalityTarget=90 */
+                { 200, 100, true }, /* 400 of 500 */
+                { 300, 200, true }, /* it allocated 100 MiB more there since: 400 of 500 */
+                { 200, 0, true }, /* nothing left on purpose: 400 of 600 */
+        };
+        for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+                Machine m;
+                machine_init(&m, 4, 2, 1 * GiB);
+                NpPolicyProcess *p = process(&m, 100, 1.0, "1", (unsigned[]){ cases[c].outside, 400, 0, 0 });
+                p->hold = NP_HOLD_PLACED;
+                p->current = mask(&m, "1");
+                p->since_move_usec = 600 * G_USEC_PER_SEC;
+                p->stuck = (uint64_t) cases[c].stuck * MiB;
+                g_autoptr(GPtrArray) d = decide(&m);
+                if (cases[c].move) {
+                        assert_move(d, 0, "1");
+                        g_assert_nonnull(strstr(dec(d, 0)->why, "moving the rest"));
+                } else {
+                        assert_keep(d, 0, "could not move");
+                }
+                machine_clear(&m);
+        }
+}
+
 /* Apply the decisions as the daemon would, one scan later. */
 static void apply(Machine *m, GPtrArray *d, guint *moves) {
         for (guint i = 0; i < m->n_procs; i++) {
@@ -675,6 +710,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/locality-good", test_locality_good);
         g_test_add_func("/policy/min-interval-and-holds", test_min_interval_and_holds);
         g_test_add_func("/policy/placed-stays-then-grows", test_placed_stays_then_grows);
+        g_test_add_func("/policy/placed-stuck-pages", test_placed_stuck_pages);
         g_test_add_func("/policy/no-ping-pong-with-noise", test_no_ping_pong_with_noise);
         g_test_add_func("/policy/no-move-back", test_no_move_back);
         g_test_add_func("/policy/moves-need-free-memory-now", test_moves_need_free_memory_now);

@@ -13,8 +13,14 @@ calls Place(pid, [1]):
   nodes narrow after the plan and the kernel moves the rest itself (v2's
   cpuset always migrates): the shared pages end on node 1 too, Place's bytes
   include them and the log says the kernel moved them.
-- MoveSharedPages=yes (the default; Reload()): everything moves, the child's view of the
+- MoveSharedPages=yes (Reload()): everything moves, the child's view of the
   shared memory too.
+- The policy, with the default (no): a busy process whose memory is half a
+  shared segment, both interleaved over the four nodes, is placed on one
+  node once. Its own memory moves; on v1 the shared pages outside stay
+  there, and the policy, remembering that its move left them, does not
+  "move the rest" again at every MinSecondsBetweenMoves= (5 s) over the
+  next eight scans; its Decision says what was left.
 
 Usage: test_shared.py v1|v2
 """
@@ -26,6 +32,17 @@ import npvm  # noqa: E402
 
 TOPO = npvm.Topology(4, mem_mb=256, cpus=1)
 MB = 32
+
+POLICY_MB = 64
+POLICY_CONFIG = """[Daemon]
+Mode=enforce
+ScanIntervalSec=3
+MaxScanIntervalSec=3
+[Placement]
+MinProcessMemory=100M
+MinProcessCPU=0.2
+MinSecondsBetweenMoves=5
+"""
 
 CONFIG = """[Daemon]
 Mode=advise
@@ -59,6 +76,26 @@ printf '{conf_yes}' > /etc/np.conf
 np_capture reload busctl call $M Reload
 run_case yes
 np_stop_numaplaced
+# the policy, MoveSharedPages= left at its default
+printf '{conf_policy}' > /etc/np2.conf
+np_start_numaplaced /etc/np2.conf || exit 1
+pid=$(np_start_workload /tmp/wp --interleave 0-3 --mb {pmb} --share-mb {pmb} --no-thp --sweep --no-pin --reset-policy) || exit 1
+np_result policy.pid $pid
+np_wait_for 240 grep -q "Placed $pid " /tmp/numaplaced.log
+# eight scans or more, waited for without polling the bus (a busctl call
+# under TCG is CPU that the policy sees on the workload's node)
+scans() { busctl get-property $M Scans | cut -d' ' -f2; }
+s0=$(scans)
+sleep 30
+np_result policy.scans $(( $(scans) - s0 ))
+np_result policy.placed $(grep -c "Placed $pid " /tmp/numaplaced.log)
+P="org.numaplaced1 /org/numaplaced1/process/$pid org.numaplaced1.Process"
+np_result policy.target $(busctl get-property $P TargetNodes | cut -d' ' -f3-)
+np_result policy.decision "$(busctl get-property $P Decision | cut -d' ' -f2-)"
+np_result policy.own $(np_numa_kb $pid 'anon=')
+np_result policy.shared $(np_numa_kb $pid 'dev/zero')
+kill $pid
+np_stop_numaplaced
 """
 
 
@@ -74,8 +111,9 @@ def main(cg):
     vm.add_dbus()
     vm.add_daemon()
     vm.add_file("etc/np.conf", CONFIG.format(shared="no"))
-    script = (SCRIPT.replace("{mb}", str(MB))
-              .replace("{conf_yes}", CONFIG.format(shared="yes").replace("\n", "\\n")))
+    script = (SCRIPT.replace("{mb}", str(MB)).replace("{pmb}", str(POLICY_MB))
+              .replace("{conf_yes}", CONFIG.format(shared="yes").replace("\n", "\\n"))
+              .replace("{conf_policy}", POLICY_CONFIG.replace("\n", "\\n")))
     res = vm.run(script, timeout=300)
     t = npvm.Checker(res)
     if not t.require_completed():
@@ -112,7 +150,31 @@ def main(cg):
     if cg == "v2":
         t.check(any("made the kernel move" in l for l in res.all("numaplaced.log")),
                 f"[{cg}] the kernel's own move of the shared pages is logged")
+    check_policy(t, res, cg)
     return t.finish()
+
+
+def check_policy(t, res, cg):
+    what = f"[{cg}] policy, MoveSharedPages=no"
+    t.check((res.int("policy.scans") or 0) >= 8, f"{what}: eight scans or more after the placement "
+            f"({res.get('policy.scans')})")
+    t.eq(res.get("policy.placed"), "1", f"{what}: placed once, not again over eight scans")
+    target = (res.get("policy.target") or "").split()
+    t.check(len(target) == 1 and target[0].isdigit(), f"{what}: placed on one node ({target})")
+    if len(target) != 1 or not target[0].isdigit():
+        return
+    node = int(target[0])
+    own, sh = res.node_kb("policy.own"), res.node_kb("policy.shared")
+    own_kb, sh_kb = POLICY_MB * 1024, POLICY_MB * 1024
+    t.check(own.get(node, 0) >= own_kb, f"{what}: its own memory on node {node} ({own})")
+    decision = res.get("policy.decision") or ""
+    if cg == "v1":
+        # interleaved over four nodes: three quarters of it stay outside
+        outside = sum(sh.values()) - sh.get(node, 0)
+        t.check(outside >= sh_kb * 3 // 4 - 1024, f"{what}: the shared pages outside node {node} stay ({sh})")
+        t.check("could not move" in decision, f"{what}: the Decision says what its move left ({decision!r})")
+    else:
+        t.check(sh.get(node, 0) >= sh_kb, f"{what}: the kernel moved the shared pages too on v2 ({sh})")
 
 
 if __name__ == "__main__":
