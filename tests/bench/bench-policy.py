@@ -27,7 +27,11 @@ its final locality, MB migrated (pgmigrate_success x 4096) against the
 minimum (the pages that were not on the node each process ended up on),
 the placer's own CPU time (utime+stime from /proc/PID/stat at the end, the
 share of it in the kernel (stime, mostly migrate_pages' page copies), CPU
-ms per MB moved, and per minute from 120 s on, once the moves are over), and
+ms per MB moved, and per minute from 120 s on, once the moves are over),
+that CPU split by the 2 s samples into those in which pages moved (its
+moves: seconds, and ms per MB moved) and those in which none did (the rest
+of its work: sampling, deciding, its bus; seconds per minute of such
+samples, comparable between the ways whenever each acted), and
 numa_pte_updates / numa_hint_faults. With --runs N the figures are
 mmtests-style statistics (Min, Mean, TrimMean, Stddev, Max). --png draws
 locality over time for the three ways (gnuplot, Debian's gnuplot-nox).
@@ -149,6 +153,18 @@ def run_one(args, scenario, way):
     steady = [x for x in samples if x[0] >= STEADY_FROM]
     out["steady_cpu_s_per_min"] = ((steady[-1][6] - steady[0][6]) / hz * 60.0 / (steady[-1][0] - steady[0][0])
                                    if len(steady) > 1 and steady[-1][0] > steady[0][0] and way != "kernel" else None)
+    # the placer's CPU split by the 2 s samples: those in which pages moved
+    # (its moves; per MB moved) and those in which none did (everything
+    # else it does: sampling, deciding, its bus; per minute)
+    move_ticks = idle_ticks = idle_s = 0
+    for x, y in zip(samples, samples[1:]):
+        if y[3] > x[3]:
+            move_ticks += y[6] - x[6]
+        else:
+            idle_ticks += y[6] - x[6]
+            idle_s += y[0] - x[0]
+    out["idle_cpu_s_per_min"] = idle_ticks / hz * 60.0 / idle_s if idle_s > 0 and way != "kernel" else None
+    out["move_cpu_s"] = move_ticks / hz if way != "kernel" else None
     for i, name in enumerate(("a", "b")):
         placed = next((s[0] for s in samples if s[1 + i] >= 0.95), None)
         final = res.node_kb(f"final.{name}")
@@ -168,6 +184,8 @@ def run_one(args, scenario, way):
     out["placer_sys_s"] = sys_ticks / hz if sys_ticks is not None else None
     out["cpu_ms_per_mb"] = (1000.0 * out["placer_cpu_s"] / out["migrated_mb"]
                             if out["placer_cpu_s"] is not None and out["migrated_mb"] > 0 else None)
+    out["move_ms_per_mb"] = (1000.0 * out["move_cpu_s"] / out["migrated_mb"]
+                             if out["move_cpu_s"] is not None and out["migrated_mb"] > 0 else None)
     out["numad_log"] = res.all("numad.log")
     return out
 
@@ -232,7 +250,8 @@ def main():
         print(f"\n== Scenario {sc}: {SCENARIOS[sc][0]}")
         hdr = (f"{'way':<11} {'placed s (a)':>14} {'placed s (b)':>14} {'locality a':>11} {'locality b':>11} "
                f"{'MB moved':>9} {'MB min':>7} {'moved/min':>9} {'placer CPU s':>12} {'of it sys':>9} "
-               f"{'ms/MB':>6} {'steady s/min':>12} "
+               f"{'ms/MB':>6} {'steady s/min':>12} {'in moves s':>10} {'moves ms/MB':>11} "
+               f"{'idle s/min':>10} "
                f"{'pte upd':>9} {'hint flt':>9}")
         print(hdr)
         for way in args.ways:
@@ -248,6 +267,9 @@ def main():
                   f"{fmt(col(lambda x: x.get('placer_sys_s')), 2, 'n/a'):>9} "
                   f"{fmt(col(lambda x: x.get('cpu_ms_per_mb')), 1, 'n/a'):>6} "
                   f"{fmt(col(lambda x: x.get('steady_cpu_s_per_min')), 3, 'n/a'):>12} "
+                  f"{fmt(col(lambda x: x.get('move_cpu_s')), 2, 'n/a'):>10} "
+                  f"{fmt(col(lambda x: x.get('move_ms_per_mb')), 1, 'n/a'):>11} "
+                  f"{fmt(col(lambda x: x.get('idle_cpu_s_per_min')), 3, 'n/a'):>10} "
                   f"{fmt(col(lambda x: x['pte_updates']), 0):>9} {fmt(col(lambda x: x['hint_faults']), 0):>9}")
         for way in args.ways:
             for x in results[sc][way]:
