@@ -408,7 +408,10 @@ static void done(NpMove *mv, void *userdata) {
                                     fe ? fe->message : g_strerror(-r));
                 goto out;
         }
-        record_placed(m, q, moved, usec, mv->cpu_usec, mv->r < 0, stuck_bytes(mv, q->nodes), &mv->result.after);
+        /* a migration that stopped early left the rest of its plan undone, not
+         * passed over: nothing is stuck, the policy moves the rest */
+        record_placed(m, q, moved, usec, mv->cpu_usec, mv->r < 0, mv->r < 0 ? 0 : stuck_bytes(mv, q->nodes),
+                      &mv->result.after);
         if (defer && self)
                 self->finish_deferred = true;
         if (mv->r < 0) {
