@@ -248,6 +248,7 @@ static NpProcEntry *discover(NpProcTable *t, int pid, uint32_t ino, uint64_t now
         e->ino = ino;
         e->fd = fd;
         e->kthread = is_kthread(pid, &st);
+        e->text_pages = NP_TEXT_UNKNOWN;
         e->new_this_scan = true;
         if (fd >= 0)
                 t->kept++;
@@ -348,7 +349,7 @@ static NpProcEntry *sample_known(NpProcTable *t, NpProcEntry *e, uint32_t ino, u
                         drop(t, e);
                         return NULL;
                 }
-                *exec_seen = e->text_pages && (uint32_t) text != e->text_pages;
+                *exec_seen = e->text_pages != NP_TEXT_UNKNOWN && (uint32_t) text != e->text_pages;
                 e->text_pages = (uint32_t) text;
                 e->rss_bytes = resident * t->page_size;
                 return e;

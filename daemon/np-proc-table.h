@@ -46,13 +46,17 @@
 
 /* The fields every scan touches for every process come first (one cache
  * line), those of a stat read after them. */
+#define NP_TEXT_UNKNOWN UINT32_MAX
+
 typedef struct {
         int pid;
         int fd; /* kept statm descriptor, or -1 (bookkeeping, read-only for callers) */
         int stat_fd; /* kept stat descriptor of a process whose stat is read every scan, or -1 */
         int detail_fd[2]; /* kept status and cgroup descriptors (np_proc_table_read_detail()), or -1 */
         uint32_t ino; /* d_ino of /proc/<pid> in the last listing (procfs inode numbers are 32-bit) */
-        uint32_t text_pages; /* statm text at the last read: changes on exec */
+        uint32_t text_pages; /* statm text at the last read: changes on exec; NP_TEXT_UNKNOWN
+                              * before the first (0 is a value: a read during an exec,
+                              * before the new program's code is mapped) */
         uint32_t seen_gen; /* scan generation of the last listing that held it */
         bool stat_read; /* stat was read this scan: ticks, cpu_usage, threads are fresh */
         bool exited; /* at the last stat read: a zombie (or dead) with no thread left running */

@@ -447,6 +447,62 @@ static void test_exec_read_once(void) {
         farm_free(f);
 }
 
+/* Rewrite a file in place: a descriptor the table keeps on it reads the new
+ * contents (g_file_set_contents() would put a new file in its place). */
+static void rewrite(const char *path, const char *text) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(write(fd, text, strlen(text)), ==, (ssize_t) strlen(text));
+        close(fd);
+}
+
+/* statm read while an exec is under way shows no text (the new program's
+ * code is not mapped yet when its comm has changed): 0 is a value like any
+ * other, so the exec that follows is still seen and stat read for it. A
+ * fixture process (files, not a live one) makes the window last. */
+static void test_exec_after_textless_read(void) {
+        Farm *f = farm_new();
+        const int pid = 3999999;
+        g_autofree char *dir = g_strdup_printf("%s/proc/%d", f->dir, pid);
+        g_autofree char *stat = g_build_filename(dir, "stat", NULL);
+        g_autofree char *statm = g_build_filename(dir, "statm", NULL);
+        const char *rest = " S 1 812 812 0 -1 4194624 1776 0 37 0 25 17 0 0 20 0 1 0 1187 32505856 2304 "
+                           "18446744073709551615 1 1 1 0 0 0 0 4096 81923 1 0 0 17 0 0 0 3 0 0 1 1 1 1 1 1 1 0\n";
+        g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
+        g_autofree char *st_sh = g_strdup_printf("%d (sh)%s", pid, rest);
+        rewrite(stat, st_sh);
+        rewrite(statm, "700 450 420 0 0 90 0\n"); /* sh's exec under way: no text yet */
+
+        g_autoptr(NpProcTable) t = np_proc_table_new(64);
+        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
+        g_assert_cmpint(find(t, pid)->fd, >=, 0);
+        rewrite(statm, "700 450 420 19 0 90 0\n"); /* sh's code mapped: no exec since the last read */
+        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
+        g_assert_false(find(t, pid)->stat_read);
+        g_assert_cmpstr(find(t, pid)->comm, ==, "sh");
+        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
+        g_assert_false(find(t, pid)->stat_read);
+
+        /* read in the window of the next exec, then done: seen both times */
+        g_autofree char *st_sleep = g_strdup_printf("%d (sleep)%s", pid, rest);
+        rewrite(stat, st_sleep);
+        rewrite(statm, "730 470 440 0 0 89 0\n");
+        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
+        g_assert_true(find(t, pid)->stat_read);
+        g_assert_cmpstr(find(t, pid)->comm, ==, "sleep");
+        rewrite(statm, "730 470 440 5 0 89 0\n");
+        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
+        g_assert_true(find(t, pid)->stat_read);
+        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
+        g_assert_false(find(t, pid)->stat_read);
+
+        g_clear_pointer(&t, np_proc_table_free);
+        g_unlink(stat);
+        g_unlink(statm);
+        g_rmdir(dir);
+        farm_free(f);
+}
+
 /* A kept descriptor of a process that exited never yields the data of the
  * new process that got its PID. */
 static void test_pid_reuse_kept_fd(void) {
@@ -753,6 +809,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/proc-table/fixture", test_fixture);
         g_test_add_func("/proc-table/kept-reads", test_kept_reads);
         g_test_add_func("/proc-table/exec-read-once", test_exec_read_once);
+        g_test_add_func("/proc-table/exec-after-textless-read", test_exec_after_textless_read);
         g_test_add_func("/proc-table/pid-reuse-kept-fd", test_pid_reuse_kept_fd);
         g_test_add_func("/proc-table/detail-reads", test_detail_reads);
         g_test_add_func("/proc-table/cap-fallback", test_cap_fallback);
