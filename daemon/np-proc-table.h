@@ -44,10 +44,11 @@
 /* Descriptors left for everything else the daemon opens. */
 #define NP_PROC_FDS_RESERVED 512u
 
-/* The fields every scan touches for every process come first (one cache
- * line), those of a stat read after them. */
+/* NpProcEntry.text_pages before the first statm read. */
 #define NP_TEXT_UNKNOWN UINT32_MAX
 
+/* The fields every scan touches for every process come first (one cache
+ * line), those of a stat read after them. */
 typedef struct {
         int pid;
         int fd; /* kept statm descriptor, or -1 (bookkeeping, read-only for callers) */
