@@ -146,8 +146,12 @@ static int prepare(NpMove *mv, void *userdata) {
 
 /* Bytes that left non-target nodes after the daemon's own plan ended were
  * moved by the kernel while confining (cgroup v2 migrates memory when
- * cpuset.mems narrows; on v1 with memory_migrate=0 this is 0). */
-static uint64_t kernel_moved_bytes(const NpMove *mv, const NpMask *nodes) {
+ * cpuset.mems narrows; on v1 with memory_migrate=0 this is 0). The read
+ * this takes then replaces the mover's "after": it is where the pages are
+ * now, and what the policy must see (with the mover's, pages the kernel
+ * had just moved onto the target counted as someone else's there, and the
+ * node looked crowded by them). */
+static uint64_t kernel_moved_bytes(NpMove *mv, const NpMask *nodes) {
         NpNumaMaps final = { 0 };
         uint64_t moved = 0;
         const GArray *after = mv->result.after.per_node;
@@ -173,7 +177,8 @@ static uint64_t kernel_moved_bytes(const NpMove *mv, const NpMask *nodes) {
                 if (!np_mask_test(nodes, nb->node) && nb->bytes > now)
                         moved += nb->bytes - now;
         }
-        np_numa_maps_clear(&final);
+        np_numa_maps_clear(&mv->result.after);
+        mv->result.after = final;
         return moved;
 }
 
@@ -320,6 +325,9 @@ static void finish_unit(NpManager *m, const char *unit) {
                         log_warning("Finishing the placement of %d (%s), whose unit %s waited for its other "
                                     "processes: %s",
                                     o->pid, o->comm, unit, e->message);
+                /* on cgroup v2 the kernel may have moved its pages just now:
+                 * the mover's read is no longer where they are */
+                np_maps_age_invalidate(&o->maps_age);
         }
 }
 
