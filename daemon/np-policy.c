@@ -210,6 +210,20 @@ static bool fits(const Ledger *l, const NpMask *set, double mem, double cpu, dou
         return used <= raw - cc - margin * raw && cpu - NP_CPU_MEASURE_SLACK <= raw * (1.0 - margin);
 }
 
+/* Why p (not in the ledger) does not fit on set with `margin` kept free:
+ * what is short there, memory or CPUs, in numbers an operator can check
+ * against the nodes' properties. */
+static char *shortage(const Ledger *l, const NpMask *set, double mem, double cpu, double margin) {
+        double rm, rc, cm, cc;
+        room(l, set, &rm, &rc, &cm, &cc);
+        if (rm - mem < margin * cm)
+                return g_strdup_printf("memory: %.0f MiB of others' and its %.0f MiB, %.0f MiB at "
+                                       "TargetUtilization=%u%%",
+                                       (cm - rm) / MIB, mem / MIB, cm / MIB, l->params->target_utilization);
+        return g_strdup_printf("CPUs: %.2f of others' and its %.2f, %.2f at TargetUtilization=%u%%", cc - rc, cpu, cc,
+                               l->params->target_utilization);
+}
+
 /* Commit p on set: its pages already there stay, the rest spread by
  * capacity; its CPU spread over the CPU nodes by capacity. */
 static void commit(Ledger *l, const NpPolicyProcess *p, const NpMask *set) {
@@ -646,7 +660,8 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                                                        : g_strdup_printf("placed on %s, which has room", cur));
                         continue;
                 }
-                g_autofree char *ctx = g_strdup_printf("placed on %s, which is now crowded", cur);
+                g_autofree char *why = shortage(&l, p->current, (double) p->mem, cpu_demand(p), -NP_POLICY_HYSTERESIS);
+                g_autofree char *ctx = g_strdup_printf("placed on %s, which is now crowded (%s)", cur, why);
                 out[i] = place_or_nofit(&l, p, p->current, NULL, ctx);
         }
 

@@ -511,6 +511,23 @@ static void test_placed_stays_then_grows(void) {
         g_autoptr(GPtrArray) d2 = decide(&m);
         assert_move(d2, 0, "0-1");
         g_assert_cmpint(((NpPolicyProcess *) &m.procs[0])->pid, ==, 100);
+        /* it says what is short, in numbers */
+        g_assert_nonnull(strstr(dec(d2, 0)->why, "now crowded (memory: "));
+        g_assert_nonnull(strstr(dec(d2, 0)->why, "its 700 MiB, 870 MiB at TargetUtilization=85%"));
+        machine_clear(&m);
+
+        /* a process pinned on its node took its CPUs */
+        machine_init(&m, 4, 2, 1 * GiB);
+        p = process(&m, 100, 1.0, "1", (unsigned[]){ 0, 300, 0, 0 });
+        p->hold = NP_HOLD_PLACED;
+        p->current = mask(&m, "1");
+        p->since_move_usec = 600 * G_USEC_PER_SEC;
+        NpPolicyProcess *q = process(&m, 200, 1.5, "1", (unsigned[]){ 0, 100, 0, 0 });
+        q->hold = NP_HOLD_PINNED;
+        q->current = mask(&m, "1");
+        g_autoptr(GPtrArray) d3 = decide(&m);
+        g_assert_cmpint(dec(d3, 0)->kind, ==, NP_DECISION_MOVE);
+        g_assert_nonnull(strstr(dec(d3, 0)->why, "now crowded (CPUs: 1.50 of others' and its 1.00, 1.70 at "));
         machine_clear(&m);
 }
 
