@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "np-policy-group.h"
 #include "np-sample.h"
 #include "np-topology.h"
 
@@ -370,19 +371,6 @@ static void consider(const Ledger *l, const NpPolicyProcess *p, NpMask *set, con
         }
 }
 
-/* The pages a placed p's last move left outside its nodes that are still
- * there: p->stuck, but at most what is outside now. */
-static uint64_t stuck_now(const NpPolicyProcess *p) {
-        return MIN(p->stuck, p->mem - MIN(p->mem, bytes_on_set(p, p->current)));
-}
-
-/* The share of a placed p's memory on its nodes, leaving out stuck_now():
- * moving "the rest" again would not move those. */
-static double locality_placed(const NpPolicyProcess *p) {
-        uint64_t counted = p->mem - stuck_now(p);
-        return counted ? (double) MIN(p->mem, bytes_on_set(p, p->current)) / (double) counted : 1.0;
-}
-
 /* Can p's pages that are not on set move there now: is that much memory
  * free on its nodes (after the moves decided before it)? */
 static bool movable(const Ledger *l, const NpPolicyProcess *p, const NpMask *set) {
@@ -467,6 +455,19 @@ static double locality(const NpPolicyProcess *p) {
         if (!p->mem || !on || np_mask_empty(on))
                 return 0.0;
         return (double) bytes_on_set(p, on) / (double) p->mem;
+}
+
+/* The pages a placed p's last move left outside its nodes that are still
+ * there: p->stuck, but at most what is outside now. */
+static uint64_t stuck_now(const NpPolicyProcess *p) {
+        return MIN(p->stuck, p->mem - MIN(p->mem, bytes_on_set(p, p->current)));
+}
+
+/* The share of a placed p's memory on its nodes, leaving out stuck_now():
+ * moving "the rest" again would not move those. */
+static double locality_placed(const NpPolicyProcess *p) {
+        uint64_t counted = p->mem - stuck_now(p);
+        return counted ? (double) MIN(p->mem, bytes_on_set(p, p->current)) / (double) counted : 1.0;
 }
 
 /* The nodes with memory and CPUs: a set holding all of them confines
@@ -697,150 +698,7 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
         return res;
 }
 
-/* ---- groups: the processes of one unit, decided as one ------------------ */
-
-/* Which hold a group takes from its members: the one that keeps it still
- * the most firmly. A member excluded or pinned keeps the whole unit where it
- * is (its values are the unit's); a member placed by the policy explains a
- * narrowed sibling (the unit carries the daemon's values), so placed ranks
- * above foreign. */
-static int hold_rank(NpPolicyHold h) {
-        switch (h) {
-        case NP_HOLD_MOVING:
-                return 5;
-        case NP_HOLD_PINNED:
-                return 4;
-        case NP_HOLD_EXCLUDED:
-                return 3;
-        case NP_HOLD_PLACED:
-                return 2;
-        case NP_HOLD_FOREIGN:
-                return 1;
-        case NP_HOLD_NONE:
-        default:
-                return 0;
-        }
-}
-
-typedef struct {
-        GArray *merged; /* NpPolicyProcess, one per group or lone process */
-        guint *slot_of; /* procs[i] -> index into merged */
-        guint *size; /* members per merged entry */
-        GPtrArray *masks, *arrays; /* what the merged entries point to */
-} Groups;
-
-static void add_bytes(GArray *acc, const GArray *per_node) {
-        for (guint k = 0; per_node && k < per_node->len; k++) {
-                const NpNodeBytes *b = &g_array_index(per_node, NpNodeBytes, k);
-                guint j = 0;
-                while (j < acc->len && g_array_index(acc, NpNodeBytes, j).node < b->node)
-                        j++;
-                if (j < acc->len && g_array_index(acc, NpNodeBytes, j).node == b->node)
-                        g_array_index(acc, NpNodeBytes, j).bytes += b->bytes;
-                else
-                        g_array_insert_val(acc, j, *b);
-        }
-}
-
-static void add_cpu(GArray *acc, const GArray *cpu_per_node) {
-        for (guint k = 0; cpu_per_node && k < cpu_per_node->len; k++) {
-                const NpNodeCpu *c = &g_array_index(cpu_per_node, NpNodeCpu, k);
-                guint j = 0;
-                while (j < acc->len && g_array_index(acc, NpNodeCpu, j).node != c->node)
-                        j++;
-                if (j < acc->len)
-                        g_array_index(acc, NpNodeCpu, j).cpu += c->cpu;
-                else
-                        g_array_append_val(acc, *c);
-        }
-}
-
-/* acc | add, as a mask of g's own (acc is one of g's or NULL). */
-static const NpMask *mask_union(Groups *g, const NpMask *acc, const NpMask *add) {
-        if (!add)
-                return acc;
-        if (!acc) {
-                NpMask *c = np_mask_copy(add);
-                g_ptr_array_add(g->masks, c);
-                return c;
-        }
-        np_mask_or((NpMask *) acc, add);
-        return acc;
-}
-
-static const GArray *own_array(Groups *g, const GArray *src, guint elt, void (*add)(GArray *, const GArray *)) {
-        if (!src)
-                return NULL;
-        GArray *a = g_array_new(FALSE, FALSE, elt);
-        add(a, src);
-        g_ptr_array_add(g->arrays, a);
-        return a;
-}
-
-/* Merge the members of each group into one entry: summed CPU, memory and
- * pages per node, the union of the nodes they run on and are confined to,
- * the firmest hold. Memory unknown for one member is unknown for all. */
-static void groups_build(Groups *g, const NpPolicyProcess *procs, guint n_procs) {
-        g->merged = g_array_sized_new(FALSE, FALSE, sizeof(NpPolicyProcess), n_procs);
-        g->slot_of = g_new0(guint, n_procs);
-        g->size = g_new0(guint, n_procs);
-        g->masks = g_ptr_array_new_with_free_func((GDestroyNotify) np_mask_free);
-        g->arrays = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref);
-        g_autoptr(GHashTable) first = g_hash_table_new(g_direct_hash, g_direct_equal);
-
-        for (guint i = 0; i < n_procs; i++) {
-                const NpPolicyProcess *p = &procs[i];
-                gpointer at;
-                if (p->group == 0 || !g_hash_table_lookup_extended(first, GUINT_TO_POINTER(p->group), NULL, &at)) {
-                        g->slot_of[i] = g->merged->len;
-                        g->size[g->merged->len] = 1;
-                        if (p->group)
-                                g_hash_table_insert(first, GUINT_TO_POINTER(p->group),
-                                                    GUINT_TO_POINTER(g->merged->len));
-                        g_array_append_val(g->merged, *p);
-                        continue;
-                }
-                guint j = GPOINTER_TO_UINT(at);
-                NpPolicyProcess *u = &g_array_index(g->merged, NpPolicyProcess, j);
-                g->slot_of[i] = j;
-                if (g->size[j]++ == 1) {
-                        /* first merge into it: copies the entry may change */
-                        u->per_node = own_array(g, u->per_node, sizeof(NpNodeBytes), add_bytes);
-                        u->cpu_per_node = own_array(g, u->cpu_per_node, sizeof(NpNodeCpu), add_cpu);
-                        u->running = mask_union(g, NULL, u->running);
-                        u->current = mask_union(g, NULL, u->current);
-                }
-                if (!p->per_node)
-                        u->per_node = NULL;
-                else if (u->per_node)
-                        add_bytes((GArray *) u->per_node, p->per_node);
-                if (!p->cpu_per_node)
-                        u->cpu_per_node = NULL; /* spread over running, as for a lone one */
-                else if (u->cpu_per_node)
-                        add_cpu((GArray *) u->cpu_per_node, p->cpu_per_node);
-                u->cpu += p->cpu;
-                u->cpu_estimated = u->cpu_estimated || p->cpu_estimated;
-                u->threads = u->threads && p->threads ? u->threads + p->threads : 0;
-                u->mem += p->mem;
-                u->interleaved += p->interleaved;
-                u->stuck += p->stuck;
-                u->running = mask_union(g, u->running, p->running);
-                u->current = mask_union(g, u->current, p->current);
-                if (!u->left)
-                        u->left = p->left;
-                u->since_move_usec = MIN(u->since_move_usec, p->since_move_usec);
-                if (hold_rank(p->hold) > hold_rank(u->hold))
-                        u->hold = p->hold;
-        }
-}
-
-static void groups_clear(Groups *g) {
-        g_array_unref(g->merged);
-        g_free(g->slot_of);
-        g_free(g->size);
-        g_ptr_array_unref(g->masks);
-        g_ptr_array_unref(g->arrays);
-}
+/* ---- the entry points (groups: np-policy-group.c) ----------------------- */
 
 GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
                             const NpPolicyParams *params) {
@@ -850,8 +708,8 @@ GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPo
         if (!any)
                 return decide_each(nodes, n_nodes, procs, n_procs, params);
 
-        Groups g;
-        groups_build(&g, procs, n_procs);
+        NpPolicyGroups g;
+        np_policy_groups_build(&g, procs, n_procs);
         g_autoptr(GPtrArray) merged =
                 decide_each(nodes, n_nodes, (const NpPolicyProcess *) (void *) g.merged->data, g.merged->len, params);
         GPtrArray *res = g_ptr_array_new_full(n_procs, (GDestroyNotify) np_decision_free);
@@ -866,7 +724,7 @@ GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPo
                                        : g_strdup(d->why);
                 g_ptr_array_add(res, c);
         }
-        groups_clear(&g);
+        np_policy_groups_clear(&g);
         return res;
 }
 
