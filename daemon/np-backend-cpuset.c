@@ -727,8 +727,15 @@ static int remove_tree(NpCpuset *cs, const char *rel) {
                 pid_t id = g_array_index(ids, pid_t, i);
                 g_autofree char *comm = np_proc_comm(id);
 
-                log_warning("Task %d (%s) is still in the daemon's cgroup %s; moving it to %s", (int) id, comm, rel,
-                            fallback_cgroup());
+                /* a task of a process that was killed as the daemon stopped
+                 * (its release could not move it) leaves by itself, and
+                 * remove_dir() waits for that */
+                bool exiting = np_proc_exiting(id);
+                if (exiting)
+                        log_debug("Task %d (%s) in the daemon's cgroup %s is exiting", (int) id, comm, rel);
+                else
+                        log_warning("Task %d (%s) is still in the daemon's cgroup %s; moving it to %s", (int) id, comm,
+                                    rel, fallback_cgroup());
                 if (cs->mode == NP_CGROUP_V2) {
                         g_autofree char *root = g_build_filename(cs->mount, "cgroup.procs", NULL);
                         g_autofree char *id_s = g_strdup_printf("%d", (int) id);
@@ -736,7 +743,7 @@ static int remove_tree(NpCpuset *cs, const char *rel) {
                 } else {
                         r = v1_attach(fallback_cgroup(), id);
                 }
-                if (r < 0 && r != -ESRCH)
+                if (r < 0 && r != -ESRCH && !exiting)
                         log_warning("Cannot move task %d out of %s: %s", (int) id, rel, g_strerror(-r));
         }
 

@@ -116,6 +116,10 @@ struct NpBackend {
 /* starttime (field 22 of /proc/PID/stat) of a live process; -ESRCH when it
  * does not exist or is a zombie whose threads are all gone. */
 int np_proc_starttime(pid_t pid, uint64_t *starttime);
+/* Is task tid on its way out: gone, a zombie, or inside exit (PF_EXITING
+ * in the flags of /proc/TID/stat)? The kernel no longer moves such a task
+ * between cgroups, and it leaves its cgroup by itself. */
+bool np_proc_exiting(pid_t tid);
 /* Is (pid, starttime) still the same live process? */
 bool np_proc_alive(pid_t pid, uint64_t starttime);
 /* Thread ids of pid, ascending (GArray of pid_t). 0 or -ESRCH. */

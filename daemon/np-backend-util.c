@@ -45,6 +45,29 @@ int np_proc_starttime(pid_t pid, uint64_t *starttime) {
         return 0;
 }
 
+/* PF_EXITING (include/linux/sched.h): set when a task enters do_exit(). */
+#define NP_PF_EXITING 0x00000004u
+
+bool np_proc_exiting(pid_t tid) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int) tid);
+        g_autofree char *buf = NULL;
+        g_auto(GStrv) fields = NULL;
+        const char *rp;
+
+        if (tid <= 0 || !g_file_get_contents(path, &buf, NULL, NULL))
+                return true;
+        rp = strrchr(buf, ')');
+        if (!rp || rp[1] != ' ')
+                return true;
+        fields = g_strsplit(rp + 2, " ", 0);
+        /* fields[0] is field 3 (state), field 9 (flags) is fields[6] */
+        if (g_strv_length(fields) < 7)
+                return true;
+        if (strchr("ZXx", fields[0][0]))
+                return true;
+        return (g_ascii_strtoull(fields[6], NULL, 10) & NP_PF_EXITING) != 0;
+}
+
 bool np_proc_alive(pid_t pid, uint64_t starttime) {
         uint64_t st;
 

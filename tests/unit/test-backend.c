@@ -12,6 +12,7 @@
  * exit and on an assertion failure (best effort).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <sched.h>
@@ -23,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "np-backend-private.h"
 #include "np-backend.h"
 #include "np-state.h"
 
@@ -495,6 +497,71 @@ static void test_cpuset_stray_task(Fixture *f, gconstpointer data) {
         g_assert_cmpstr(cg, ==, "/");
 }
 
+static char stat_state(pid_t tid) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int) tid);
+        g_autofree char *buf = NULL;
+        const char *rp;
+        if (!g_file_get_contents(path, &buf, NULL, NULL) || !(rp = strrchr(buf, ')')))
+                return '?';
+        return rp[2];
+}
+
+/* np_proc_exiting(): what remove_tree() logs at debug rather than warning
+ * about (a task of a process killed as the daemon stops). */
+static void test_proc_exiting(void) {
+        g_autoptr(GArray) tids = NULL;
+        int pfd[2], status;
+        pid_t pid, other = 0;
+        char c;
+
+        g_assert_false(np_proc_exiting(getpid()));
+        g_assert_true(np_proc_exiting(0));
+
+        /* a zombie */
+        pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0)
+                _exit(0);
+        for (int i = 0; i < 2000 && stat_state(pid) != 'Z'; i++)
+                g_usleep(1000);
+        g_assert_cmpint(stat_state(pid), ==, 'Z');
+        g_assert_true(np_proc_exiting(pid));
+        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+        /* gone */
+        g_assert_true(np_proc_exiting(pid));
+
+        /* a leader that has exited while its other thread runs: the leader
+         * is exiting, the thread is not */
+        g_assert_cmpint(pipe(pfd), ==, 0);
+        pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                close(pfd[0]);
+                g_thread_unref(g_thread_new("helper", helper_thread, GINT_TO_POINTER(1)));
+                while (g_atomic_int_get(&helper_ready) < 1)
+                        g_usleep(1000);
+                if (write(pfd[1], "x", 1) != 1)
+                        _exit(1);
+                pthread_exit(NULL);
+        }
+        close(pfd[1]);
+        g_assert_cmpint(read(pfd[0], &c, 1), ==, 1);
+        close(pfd[0]);
+        for (int i = 0; i < 2000 && stat_state(pid) != 'Z'; i++)
+                g_usleep(1000);
+        g_assert_cmpint(stat_state(pid), ==, 'Z');
+        g_assert_cmpint(np_proc_tids(pid, &tids), ==, 0);
+        for (guint i = 0; i < tids->len; i++)
+                if (g_array_index(tids, pid_t, i) != pid)
+                        other = g_array_index(tids, pid_t, i);
+        g_assert_cmpint(other, >, 0);
+        g_assert_true(np_proc_exiting(pid));
+        g_assert_false(np_proc_exiting(other));
+        g_assert_cmpint(kill(pid, SIGKILL), ==, 0);
+        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+}
+
 /* Threads appear during the move: it still settles and every thread ends
  * up in the cpuset. */
 static void test_cpuset_thread_churn(Fixture *f, gconstpointer data) {
@@ -926,6 +993,7 @@ int main(int argc, char **argv) {
         signal(SIGABRT, on_abort);
 
 #define ADD(path, fn) g_test_add(path, Fixture, NULL, fixture_setup, fn, fixture_teardown)
+        g_test_add_func("/backend/proc-exiting", test_proc_exiting);
         ADD("/backend/cpuset/place-release", test_cpuset_place_release);
         ADD("/backend/cpuset/release-all", test_cpuset_release_all);
         ADD("/backend/cpuset/crash-recovery", test_cpuset_crash_recovery);
