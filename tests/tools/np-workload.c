@@ -358,19 +358,21 @@ static void *worker_main(void *arg) {
         }
         if (w->unpin && numa_run_on_node(-1) != 0)
                 fprintf(stderr, "np-workload: worker %u: cannot unpin: %s\n", w->index, strerror(errno));
+        /* with --duty, busy for duty ms of every 100 ms: the busy part
+         * runs on across sweeps (natively a sweep of 64 MB takes about
+         * 2 ms, so a clock started at each sweep never reached the duty) */
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         while (!stop_flag) {
                 if (!w->sweep) {
                         struct timespec ts = { 0, 100 * 1000 * 1000 };
                         nanosleep(&ts, NULL);
                         continue;
                 }
-                /* Each worker sweeps its own share of every chunk; with
-                 * --duty, busy for duty ms of every 100 ms (the clock is
-                 * read every 32 pages: under TCG 256 pages could take
-                 * longer than the busy part, and a duty of 50 ran at 0.9
-                 * CPUs) */
-                struct timespec t0, t;
-                clock_gettime(CLOCK_MONOTONIC, &t0);
+                /* Each worker sweeps its own share of every chunk; the
+                 * clock is read every 32 pages (under TCG 256 pages could
+                 * take longer than the busy part, and a duty of 50 ran at
+                 * 0.9 CPUs) */
                 for (size_t c = 0; c < n_chunks && !stop_flag; c++) {
                         size_t from, to;
                         share(w, c, &from, &to);
