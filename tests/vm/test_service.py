@@ -26,7 +26,10 @@ Steps, each checked on the host:
  8. A service holding two significant 150 MB processes is placed as one:
     both get the same target (the unit's summed demand), >= 95% of each
     one's pages are there, the unit's AllowedCPUs/AllowedMemoryNodes are
-    that target, the state file records both. One killed: the unit keeps
+    that target, the state file records both. Once MinSecondsBetweenMoves=
+    has passed, the policy's Decision does not count the pages the kernel
+    moved when the unit's memory nodes were set (after the last of the two
+    moves) as left outside. One killed: the unit keeps
     the daemon's values; the other killed too: the unit, still running, is
     put back.
  9. A process in the root cgroup (no unit the daemon may change): Place()
@@ -109,8 +112,9 @@ R fixed-interval $(prop ScanIntervalUSec)
 
 # 4. a busy 320 MB interleaved workload as a transient service: the policy
 # places it (by the affinity backend until the systemd backend lands), so
-# its pages move under the unit's sandbox (seccomp, capabilities, ProtectProc)
-systemd-run --unit=busy /usr/local/bin/np-workload --mb 320 --interleave 0-3 --no-thp --sweep --duty 30 \
+# its pages move under the unit's sandbox (seccomp, capabilities, ProtectProc);
+# --duty 70: 0.7 CPUs, significant at the default MinProcessCPU=0.5
+systemd-run --unit=busy /usr/local/bin/np-workload --mb 320 --interleave 0-3 --no-thp --sweep --duty 70 \
     --no-pin >/dev/null 2>&1
 sleep 1
 BP=$(systemctl show -p MainPID --value busy)
@@ -215,6 +219,20 @@ for x in a b; do
         END { for (n in s) printf "%s=%d ", n, s[n] }' /proc/$p/numa_maps)
 done
 R pair-allowed "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value pair | tr '\n' ' ')"
+# once MinSecondsBetweenMoves= (30 s) has passed, the policy decides on the
+# pair again: from where their pages are after the kernel moved what the
+# daemon's plans had left (the pages the two share) when the unit's memory
+# nodes were set after the last move
+for i in $(seq 1 60); do
+    busctl get-property "org.numaplaced1" "/org/numaplaced1/process/$PA" org.numaplaced1.Process Decision |
+        grep -q '"with the 2 processes of its unit: placed on' && break
+    sleep 2
+done
+for x in a b; do
+    [ $x = a ] && p=$PA || p=$PB
+    R pair-decision-later-$x "$(busctl get-property org.numaplaced1 /org/numaplaced1/process/$p \
+        org.numaplaced1.Process Decision)"
+done
 R pair-state-units $(grep -c '^Unit=pair.service' /run/numaplaced/state)
 R pair-log $(journalctl -u numaplaced --no-pager -o cat | grep -c 'Placing .*with the 2 processes of its unit')
 journalctl -u numaplaced --no-pager -o cat | grep 'Placing .*of its unit' | tail -2 | while read -r l; do R pair-log-line "$l"; done
@@ -398,6 +416,10 @@ def body():
         m = re.search(r": (\d+) bytes moved", line)
         moved = int(m.group(1)) if m else 0
         t.check(moved >= 80 << 20, f"pair {x}: its own move moved {moved} bytes ({line!r})")
+    for x in ("a", "b"):
+        later = res.get(f"pair-decision-later-{x}") or ""
+        t.check("placed on" in later and "could not move" not in later,
+                f"pair {x}: later, the policy knows the kernel moved the pages its move left ({later!r})")
     t.check(int(res.get("pair-log") or "0") >= 2,
             f"the journal says each was placed with the unit's two processes: {res.all('pair-log-line')}")
     t.eq(res.get("pair-one-gone"), "0", "one of the pair killed: the daemon lets go of it")
