@@ -29,7 +29,10 @@
  *    only the resident memory can tell of a change, and it is watched;
  *  - and around a move: before planning it the manager reads it, after it the
  *    mover's own "after" read is taken as the fresh value
- *    (np_maps_age_read() with no read of the manager's own).
+ *    (np_maps_age_read() with no read of the manager's own), or the read
+ *    that counted what the kernel moved when the memory nodes narrowed
+ *    (np-place.c); a process of a unit whose memory nodes were set after
+ *    its own move is read again at the next scan (np_maps_age_invalidate()).
  */
 #include <stdbool.h>
 #include <stdint.h>
