@@ -69,8 +69,10 @@ void np_maps_age_read(NpMapsAge *a, uint64_t rss_bytes, uint64_t cpu_ticks, uint
 /* A scan passed without reading it. */
 void np_maps_age_scan(NpMapsAge *a);
 
-/* The process stopped being significant: the next time it is, read it.
- * read_usec is kept (it still says how old the published values are). */
+/* The last read no longer holds: the process stopped being significant
+ * (the next time it is, read it), or the kernel moved its pages (read it at
+ * the next scan). read_usec is kept (it still says how old the published
+ * values are). */
 void np_maps_age_invalidate(NpMapsAge *a);
 
 /* Text for logs: "new", "rss", "age" or "keep". */
