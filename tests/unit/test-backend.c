@@ -57,7 +57,9 @@ static gpointer helper_thread(gpointer data) {
         return NULL;
 }
 
-static pid_t spawn_helper(void) {
+/* A child with `threads` helper threads, once they are all up; with
+ * leader_exits its main thread then exits (pthread_exit) while they run. */
+static pid_t spawn_helper_full(int threads, bool leader_exits) {
         int pfd[2];
         char c;
         pid_t pid;
@@ -68,12 +70,14 @@ static pid_t spawn_helper(void) {
         if (pid == 0) {
                 (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
                 close(pfd[0]);
-                for (int i = 0; i < 3; i++)
+                for (int i = 0; i < threads; i++)
                         g_thread_unref(g_thread_new("helper", helper_thread, GINT_TO_POINTER(i)));
-                while (g_atomic_int_get(&helper_ready) < 3)
+                while (g_atomic_int_get(&helper_ready) < threads)
                         g_usleep(1000);
                 if (write(pfd[1], "x", 1) != 1)
                         _exit(1);
+                if (leader_exits)
+                        pthread_exit(NULL);
                 for (;;)
                         pause();
         }
@@ -82,6 +86,10 @@ static pid_t spawn_helper(void) {
         close(pfd[0]);
         g_array_append_val(helpers, pid);
         return pid;
+}
+
+static pid_t spawn_helper(void) {
+        return spawn_helper_full(3, false);
 }
 
 static void kill_helper(pid_t pid) {
@@ -506,13 +514,18 @@ static char stat_state(pid_t tid) {
         return rp[2];
 }
 
+static void wait_zombie(pid_t pid) {
+        for (int i = 0; i < 2000 && stat_state(pid) != 'Z'; i++)
+                g_usleep(1000);
+        g_assert_cmpint(stat_state(pid), ==, 'Z');
+}
+
 /* np_proc_exiting(): what remove_tree() logs at debug rather than warning
  * about (a task of a process killed as the daemon stops). */
 static void test_proc_exiting(void) {
         g_autoptr(GArray) tids = NULL;
-        int pfd[2], status;
+        int status;
         pid_t pid, other = 0;
-        char c;
 
         g_assert_false(np_proc_exiting(getpid()));
         g_assert_true(np_proc_exiting(0));
@@ -522,9 +535,7 @@ static void test_proc_exiting(void) {
         g_assert_cmpint(pid, >=, 0);
         if (pid == 0)
                 _exit(0);
-        for (int i = 0; i < 2000 && stat_state(pid) != 'Z'; i++)
-                g_usleep(1000);
-        g_assert_cmpint(stat_state(pid), ==, 'Z');
+        wait_zombie(pid);
         g_assert_true(np_proc_exiting(pid));
         g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
         /* gone */
@@ -532,25 +543,8 @@ static void test_proc_exiting(void) {
 
         /* a leader that has exited while its other thread runs: the leader
          * is exiting, the thread is not */
-        g_assert_cmpint(pipe(pfd), ==, 0);
-        pid = fork();
-        g_assert_cmpint(pid, >=, 0);
-        if (pid == 0) {
-                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-                close(pfd[0]);
-                g_thread_unref(g_thread_new("helper", helper_thread, GINT_TO_POINTER(1)));
-                while (g_atomic_int_get(&helper_ready) < 1)
-                        g_usleep(1000);
-                if (write(pfd[1], "x", 1) != 1)
-                        _exit(1);
-                pthread_exit(NULL);
-        }
-        close(pfd[1]);
-        g_assert_cmpint(read(pfd[0], &c, 1), ==, 1);
-        close(pfd[0]);
-        for (int i = 0; i < 2000 && stat_state(pid) != 'Z'; i++)
-                g_usleep(1000);
-        g_assert_cmpint(stat_state(pid), ==, 'Z');
+        pid = spawn_helper_full(1, true);
+        wait_zombie(pid);
         g_assert_cmpint(np_proc_tids(pid, &tids), ==, 0);
         for (guint i = 0; i < tids->len; i++)
                 if (g_array_index(tids, pid_t, i) != pid)
@@ -558,8 +552,7 @@ static void test_proc_exiting(void) {
         g_assert_cmpint(other, >, 0);
         g_assert_true(np_proc_exiting(pid));
         g_assert_false(np_proc_exiting(other));
-        g_assert_cmpint(kill(pid, SIGKILL), ==, 0);
-        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+        kill_helper(pid);
 }
 
 /* Threads appear during the move: it still settles and every thread ends
