@@ -17,23 +17,27 @@
 
 /* ---- /proc helpers ---- */
 
-int np_proc_starttime(pid_t pid, uint64_t *starttime) {
-        g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int) pid);
+/* The fields of /proc/TID/stat from field 3 (state) on, as fields[0]; NULL
+ * when it cannot be read. comm may hold spaces and parentheses: the fields
+ * resume after the last ')'. */
+static GStrv stat_fields(pid_t tid) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int) tid);
         g_autofree char *buf = NULL;
-        g_auto(GStrv) fields = NULL;
         const char *rp;
 
-        if (pid <= 0)
-                return -ESRCH;
-        if (!g_file_get_contents(path, &buf, NULL, NULL))
-                return -ESRCH;
-        /* comm may hold spaces and parentheses: fields resume after the last ')'. */
+        if (tid <= 0 || !g_file_get_contents(path, &buf, NULL, NULL))
+                return NULL;
         rp = strrchr(buf, ')');
         if (!rp || rp[1] != ' ')
-                return -ESRCH;
-        fields = g_strsplit(rp + 2, " ", 0);
-        /* fields[0] is field 3 (state), so field 22 is fields[19]. */
-        if (g_strv_length(fields) < 20)
+                return NULL;
+        return g_strsplit(rp + 2, " ", 0);
+}
+
+int np_proc_starttime(pid_t pid, uint64_t *starttime) {
+        g_auto(GStrv) fields = stat_fields(pid);
+
+        /* field 22 is fields[19] */
+        if (!fields || g_strv_length(fields) < 20)
                 return -ESRCH;
         if (fields[0][0] == 'Z' || fields[0][0] == 'X') {
                 /* A zombie leader whose other threads still run is alive. */
@@ -49,21 +53,10 @@ int np_proc_starttime(pid_t pid, uint64_t *starttime) {
 #define NP_PF_EXITING 0x00000004u
 
 bool np_proc_exiting(pid_t tid) {
-        g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int) tid);
-        g_autofree char *buf = NULL;
-        g_auto(GStrv) fields = NULL;
-        const char *rp;
+        g_auto(GStrv) fields = stat_fields(tid);
 
-        if (tid <= 0 || !g_file_get_contents(path, &buf, NULL, NULL))
-                return true;
-        rp = strrchr(buf, ')');
-        if (!rp || rp[1] != ' ')
-                return true;
-        fields = g_strsplit(rp + 2, " ", 0);
-        /* fields[0] is field 3 (state), field 9 (flags) is fields[6] */
-        if (g_strv_length(fields) < 7)
-                return true;
-        if (strchr("ZXx", fields[0][0]))
+        /* field 9 (flags) is fields[6] */
+        if (!fields || g_strv_length(fields) < 7 || strchr("ZXx", fields[0][0]))
                 return true;
         return (g_ascii_strtoull(fields[6], NULL, 10) & NP_PF_EXITING) != 0;
 }
