@@ -535,6 +535,35 @@ static char *held(const Ledger *l, const NpPolicyProcess *p) {
         return NULL;
 }
 
+/* For a set of more than one node chosen for p (not in the ledger): why
+ * not one, told for the set's node that holds most of p's pages, e.g.
+ * "; 2 alone is too small (CPUs: ...)". NULL when that node would hold p
+ * by itself (the set grew from nodes p's group already uses). */
+static char *why_not_one(const Ledger *l, const NpPolicyProcess *p, const NpMask *set) {
+        if (np_mask_weight(set) < 2)
+                return NULL;
+        int best = -1;
+        uint64_t best_bytes = 0;
+        NP_MASK_FOREACH (n, set) {
+                const Slot *s = slot_of(l, (unsigned) n);
+                if (!s || !s->has_mem)
+                        continue;
+                uint64_t b = bytes_on(p, (unsigned) n);
+                if (best < 0 || b > best_bytes) {
+                        best = n;
+                        best_bytes = b;
+                }
+        }
+        if (best < 0)
+                return NULL;
+        g_autoptr(NpMask) one = np_mask_new();
+        np_mask_set(one, (unsigned) best);
+        if (fits(l, one, (double) p->mem, cpu_demand(p), 0.0))
+                return NULL;
+        g_autofree char *why = shortage(l, one, (double) p->mem, cpu_demand(p), 0.0);
+        return g_strdup_printf("; %d alone is too small (%s)", best, why);
+}
+
 /* `local_on` (may be NULL): nodes p runs on and already has its memory on
  * (at MemoryLocalityTarget=), which are crowded: a set within them would
  * take nodes from it without moving it anywhere better, so it is not
@@ -593,12 +622,14 @@ static NpDecision *place_or_nofit(Ledger *l, const NpPolicyProcess *p, const NpM
                 return decision(p->pid, NP_DECISION_KEEP, NULL,
                                 g_strdup_printf("%s; its nodes %s are still the best", context, s));
         }
+        g_autofree char *why_more = why_not_one(l, p, set);
         commit(l, p, set);
         move_pages_to(l, p, set);
         g_autofree char *s = fmt_mask(set);
         uint64_t move = p->mem - MIN(p->mem, bytes_on_set(p, set));
         return decision(p->pid, NP_DECISION_MOVE, g_steal_pointer(&set),
-                        g_strdup_printf("%s: place on %s (%.0f MiB to move)", context, s, (double) move / MIB));
+                        g_strdup_printf("%s: place on %s (%.0f MiB to move)%s", context, s, (double) move / MIB,
+                                        why_more ? why_more : ""));
 }
 
 static gint cmp_size(gconstpointer a, gconstpointer b, gpointer data) {

@@ -141,6 +141,12 @@ static void test_node_count_by_demand(void) {
         g_autoptr(GPtrArray) d = decide(&m);
         assert_move(d, 0, "0-1");
         g_assert_cmpuint(np_mask_weight(dec(d, 1)->nodes), ==, 2);
+        /* the Decision says why one node is not enough */
+        g_assert_nonnull(strstr(dec(d, 0)->why,
+                                "; 0 alone is too small (memory: 0 MiB of others' and its 5120 MiB, "
+                                "3482 MiB at TargetUtilization=85%)"));
+        g_assert_nonnull(strstr(dec(d, 1)->why, " alone is too small (CPUs: "));
+        g_assert_nonnull(strstr(dec(d, 1)->why, "its 6.00, 3.40 at TargetUtilization=85%)"));
         machine_clear(&m);
 }
 
@@ -154,6 +160,7 @@ static void test_busy_thread_fits_one_cpu(void) {
         g_autoptr(GPtrArray) d = decide(&m);
         g_assert_cmpint(dec(d, 0)->kind, ==, NP_DECISION_MOVE);
         g_assert_cmpuint(np_mask_weight(dec(d, 0)->nodes), ==, 1);
+        g_assert_null(strstr(dec(d, 0)->why, "alone"));
         machine_clear(&m);
 
         machine_init(&m, 4, 1, 512 * MiB);
