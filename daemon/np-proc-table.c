@@ -349,8 +349,15 @@ static NpProcEntry *sample_known(NpProcTable *t, NpProcEntry *e, uint32_t ino, u
                         drop(t, e);
                         return NULL;
                 }
-                *exec_seen = e->text_pages != NP_TEXT_UNKNOWN && (uint32_t) text != e->text_pages;
-                e->text_pages = (uint32_t) text;
+                if (text == 0) {
+                        /* in an exec's window (or without an mm): read
+                         * stat when the new program's code is there */
+                        e->text_pages = NP_TEXT_EXECING;
+                } else {
+                        uint32_t tp = (uint32_t) MIN(text, (uint64_t) NP_TEXT_EXECING - 1);
+                        *exec_seen = e->text_pages != NP_TEXT_UNKNOWN && tp != e->text_pages;
+                        e->text_pages = tp;
+                }
                 e->rss_bytes = resident * t->page_size;
                 return e;
         }

@@ -46,6 +46,12 @@
 
 /* NpProcEntry.text_pages before the first statm read. */
 #define NP_TEXT_UNKNOWN UINT32_MAX
+/* NpProcEntry.text_pages after a read of text 0: no code mapped, which is
+ * an exec under way (the new mm is in place, the new program's code not
+ * yet; its comm may or may not be set) or a process with no mm left. Any
+ * later text counts as an exec, so that stat (comm) is read once the exec
+ * is over, and only then. */
+#define NP_TEXT_EXECING (UINT32_MAX - 1)
 
 /* The fields every scan touches for every process come first (one cache
  * line), those of a stat read after them. */
@@ -56,8 +62,7 @@ typedef struct {
         int detail_fd[2]; /* kept status and cgroup descriptors (np_proc_table_read_detail()), or -1 */
         uint32_t ino; /* d_ino of /proc/<pid> in the last listing (procfs inode numbers are 32-bit) */
         uint32_t text_pages; /* statm text at the last read: changes on exec; NP_TEXT_UNKNOWN
-                              * before the first (0 is a value: a read during an exec,
-                              * before the new program's code is mapped) */
+                              * before the first, NP_TEXT_EXECING after a read of 0 */
         uint32_t seen_gen; /* scan generation of the last listing that held it */
         bool stat_read; /* stat was read this scan: ticks, cpu_usage, threads are fresh */
         bool exited; /* at the last stat read: a zombie (or dead) with no thread left running */
