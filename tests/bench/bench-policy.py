@@ -42,6 +42,7 @@ locality over time for the three ways (gnuplot, Debian's gnuplot-nox).
     NP_BUILD_ROOT=BUILD python3 tests/bench/bench-policy.py [--runs 1]
         [--duration 360] [--ways numaplaced,numad,kernel] [--scenarios 1,2]
         [--png FILE] [--json FILE]
+    python3 tests/bench/bench-policy.py --report FILE.json [--png FILE]
 """
 import argparse
 import json
@@ -230,12 +231,22 @@ def main():
     ap.add_argument("--ways", default=",".join(WAYS))
     ap.add_argument("--scenarios", default="1,2")
     ap.add_argument("--png", default=os.path.join(npvm.vm_build_dir(), "bench-policy.png"))
-    ap.add_argument("--json")
+    ap.add_argument("--json", help="write the results here (after every run, so a broken run keeps the others)")
+    ap.add_argument("--report", metavar="JSON", help="print the tables and draw the plot of an earlier --json; "
+                    "run nothing")
     args = ap.parse_args()
     args.ways = [w for w in args.ways.split(",") if w]
     args.scenarios = [s for s in args.scenarios.split(",") if s]
     if any(w not in WAYS for w in args.ways) or any(s not in SCENARIOS for s in args.scenarios):
         ap.error("unknown way or scenario")
+    if args.report:
+        with open(args.report) as f:
+            results = json.load(f)
+        args.scenarios = [sc for sc in args.scenarios if sc in results]
+        args.ways = [w for w in args.ways if any(results[sc].get(w) for sc in args.scenarios)]
+        args.runs = max(len(r) for sc in args.scenarios for r in results[sc].values())
+        report(args, results)
+        return 0
     npvm.ensure_host_commands(npvm.QEMU, "busybox", "dbus-daemon", "busctl", "numad", "gnuplot")
 
     results = {}
@@ -244,7 +255,20 @@ def main():
             for r in range(args.runs):
                 print(f"bench-policy: scenario {sc}, {way}, run {r + 1}/{args.runs}", flush=True)
                 results.setdefault(sc, {}).setdefault(way, []).append(run_one(args, sc, way))
+                if args.json:
+                    with open(args.json, "w") as f:
+                        json.dump(results, f, indent=1)
+    report(args, results)
+    return 0
 
+
+def mean(xs):
+    xs = [x for x in xs if x is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def report(args, results):
+    """The tables (and the plot) of results: {scenario: {way: [run, ...]}}."""
     print(f"\nbench-policy: 4 nodes x 512 MB, one vCPU each, QEMU TCG; two busy 320 MB processes; "
           f"{args.duration} s per way; {args.runs} run(s); figures as min/mean/trimmed mean/stddev/max "
           f"when runs > 1")
@@ -257,7 +281,9 @@ def main():
                f"{'pte upd':>9} {'hint flt':>9}")
         print(hdr)
         for way in args.ways:
-            runs = results[sc][way]
+            runs = results[sc].get(way)
+            if not runs:
+                continue
             col = lambda f: stats([f(x) for x in runs])  # noqa: E731
             ratio = stats([x["migrated_mb"] / x["min_mb"] if x["min_mb"] else None for x in runs])
             print(f"{way:<11} {fmt(col(lambda x: x['a']['placed_s']), 0):>14} "
@@ -273,16 +299,21 @@ def main():
                   f"{fmt(col(lambda x: x.get('move_ms_per_mb')), 1, 'n/a'):>11} "
                   f"{fmt(col(lambda x: x.get('idle_cpu_s_per_min')), 3, 'n/a'):>10} "
                   f"{fmt(col(lambda x: x['pte_updates']), 0):>9} {fmt(col(lambda x: x['hint_faults']), 0):>9}")
+        # the ratios the issue asks for, of the means, measured in the same run
+        np_runs, nd_runs = results[sc].get("numaplaced") or [], results[sc].get("numad") or []
+        if np_runs and nd_runs:
+            parts = []
+            for label, key in (("placer CPU", "placer_cpu_s"), ("ms per MB moved", "cpu_ms_per_mb"),
+                               ("MB moved", "migrated_mb"), ("idle s/min", "idle_cpu_s_per_min")):
+                a, b = mean(x.get(key) for x in np_runs), mean(x.get(key) for x in nd_runs)
+                parts.append(f"{label} {a / b:.2f}" if a is not None and b else f"{label} n/a")
+            print("numaplaced / numad (means): " + ", ".join(parts))
         for way in args.ways:
-            for x in results[sc][way]:
+            for x in results[sc].get(way) or []:
                 if x["numad_log"]:
                     print(f"   numad's log ({way}): " + " | ".join(x["numad_log"][:6]))
     if args.png:
         plot(args, results)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
-    return 0
 
 
 if __name__ == "__main__":
