@@ -475,6 +475,29 @@ static void rewrite(const char *path, const char *text) {
         close(fd);
 }
 
+/* One scan of a table holding pid alone: stat read in it or not, and its
+ * comm after it (unless NULL). */
+static void scan_expect(NpProcTable *t, int pid, gboolean stat_read, const char *comm) {
+        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
+        g_assert_cmpint(find(t, pid)->stat_read, ==, stat_read);
+        if (comm)
+                g_assert_cmpstr(find(t, pid)->comm, ==, comm);
+}
+
+/* The fixture process pid runs `comm` (its stat says so): `window` scans
+ * read its statm with no text (no stat read), then the one after the code
+ * is mapped reads stat. Every program here has the same 5 pages of text. */
+static void exec_through_window(NpProcTable *t, int pid, const char *stat, const char *statm, const char *rest,
+                                const char *comm, int window) {
+        g_autofree char *st = g_strdup_printf("%d (%s)%s", pid, comm, rest);
+        rewrite(stat, st);
+        rewrite(statm, "730 470 440 0 0 89 0\n");
+        for (int i = 0; i < window; i++)
+                scan_expect(t, pid, FALSE, NULL);
+        rewrite(statm, "730 470 440 5 0 89 0\n");
+        scan_expect(t, pid, TRUE, comm);
+}
+
 /* statm read while an exec is under way shows no text (the new mm is in
  * place, the new program's code not yet, its comm set or not): stat is read
  * once the code is there, whatever it was before the window, and only then
@@ -498,44 +521,20 @@ static void test_exec_after_textless_read(void) {
         g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
         g_assert_cmpint(find(t, pid)->fd, >=, 0);
         /* the first statm read is in the window too */
-        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
-        g_assert_false(find(t, pid)->stat_read);
+        scan_expect(t, pid, FALSE, NULL);
         /* sh's code mapped: stat is read once more, for the comm the exec
          * may not have set yet when the table was first read */
         rewrite(statm, "700 450 420 19 0 90 0\n");
-        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
-        g_assert_true(find(t, pid)->stat_read);
-        g_assert_cmpstr(find(t, pid)->comm, ==, "sh");
-        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
-        g_assert_false(find(t, pid)->stat_read);
+        scan_expect(t, pid, TRUE, "sh");
+        scan_expect(t, pid, FALSE, NULL);
 
         /* read in the window of the next exec (the new comm set or not),
-         * then done: stat is read once, when the exec is over */
-        g_autofree char *st_sleep = g_strdup_printf("%d (sleep)%s", pid, rest);
-        rewrite(stat, st_sleep);
-        rewrite(statm, "730 470 440 0 0 89 0\n");
-        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
-        g_assert_false(find(t, pid)->stat_read);
-        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
-        g_assert_false(find(t, pid)->stat_read);
-        rewrite(statm, "730 470 440 5 0 89 0\n");
-        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
-        g_assert_true(find(t, pid)->stat_read);
-        g_assert_cmpstr(find(t, pid)->comm, ==, "sleep");
-        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
-        g_assert_false(find(t, pid)->stat_read);
-
+         * twice, then done: stat is read once, when the exec is over */
+        exec_through_window(t, pid, stat, statm, rest, "sleep", 2);
+        scan_expect(t, pid, FALSE, NULL);
         /* an exec to a program of the same text size, read in its window:
          * still seen */
-        g_autofree char *st_true = g_strdup_printf("%d (true)%s", pid, rest);
-        rewrite(stat, st_true);
-        rewrite(statm, "730 470 440 0 0 89 0\n");
-        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
-        g_assert_false(find(t, pid)->stat_read);
-        rewrite(statm, "730 470 440 5 0 89 0\n");
-        g_assert_cmpint(np_proc_table_scan(t, 32 * MIB, NULL, NULL), ==, 1);
-        g_assert_true(find(t, pid)->stat_read);
-        g_assert_cmpstr(find(t, pid)->comm, ==, "true");
+        exec_through_window(t, pid, stat, statm, rest, "true", 1);
 
         g_clear_pointer(&t, np_proc_table_free);
         g_unlink(stat);
