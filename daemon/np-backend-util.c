@@ -14,51 +14,41 @@
 #include "np-backend-private.h"
 #include "np-cleanup.h"
 #include "np-log.h"
+#include "np-sample.h"
 
 /* ---- /proc helpers ---- */
 
-/* The fields of /proc/TID/stat from field 3 (state) on, as fields[0]; NULL
- * when it cannot be read. comm may hold spaces and parentheses: the fields
- * resume after the last ')'. */
-static GStrv stat_fields(pid_t tid) {
+/* /proc/TID/stat of the real machine (not the sysroot: the backends act on
+ * real tasks), parsed by np_parse_pid_stat(); -ESRCH when it cannot be read
+ * or parsed. */
+static int read_stat(pid_t tid, NpPidStat *st) {
         g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int) tid);
         g_autofree char *buf = NULL;
-        const char *rp;
 
-        if (tid <= 0 || !g_file_get_contents(path, &buf, NULL, NULL))
-                return NULL;
-        rp = strrchr(buf, ')');
-        if (!rp || rp[1] != ' ')
-                return NULL;
-        return g_strsplit(rp + 2, " ", 0);
-}
-
-int np_proc_starttime(pid_t pid, uint64_t *starttime) {
-        g_auto(GStrv) fields = stat_fields(pid);
-
-        /* field 22 is fields[19] */
-        if (!fields || g_strv_length(fields) < 20)
+        if (tid <= 0 || !g_file_get_contents(path, &buf, NULL, NULL) || np_parse_pid_stat(buf, st) < 0)
                 return -ESRCH;
-        if (fields[0][0] == 'Z' || fields[0][0] == 'X') {
-                /* A zombie leader whose other threads still run is alive. */
-                g_autoptr(GArray) tids = NULL;
-                if (fields[0][0] == 'X' || np_proc_tids(pid, &tids) < 0 || tids->len < 2)
-                        return -ESRCH;
-        }
-        *starttime = g_ascii_strtoull(fields[19], NULL, 10);
         return 0;
 }
 
-/* PF_EXITING (include/linux/sched.h): set when a task enters do_exit(). */
-#define NP_PF_EXITING 0x00000004u
+int np_proc_starttime(pid_t pid, uint64_t *starttime) {
+        NpPidStat st;
+
+        if (read_stat(pid, &st) < 0)
+                return -ESRCH;
+        if (st.state == 'Z' || st.state == 'X') {
+                /* A zombie leader whose other threads still run is alive. */
+                g_autoptr(GArray) tids = NULL;
+                if (st.state == 'X' || np_proc_tids(pid, &tids) < 0 || tids->len < 2)
+                        return -ESRCH;
+        }
+        *starttime = st.starttime;
+        return 0;
+}
 
 bool np_proc_exiting(pid_t tid) {
-        g_auto(GStrv) fields = stat_fields(tid);
+        NpPidStat st;
 
-        /* field 9 (flags) is fields[6] */
-        if (!fields || g_strv_length(fields) < 7 || strchr("ZXx", fields[0][0]))
-                return true;
-        return (g_ascii_strtoull(fields[6], NULL, 10) & NP_PF_EXITING) != 0;
+        return read_stat(tid, &st) < 0 || strchr("ZXx", st.state) || (st.flags & NP_PF_EXITING);
 }
 
 bool np_proc_alive(pid_t pid, uint64_t starttime) {

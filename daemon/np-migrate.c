@@ -14,8 +14,6 @@
 #include "np-migrate.h"
 #include "np-thread.h"
 
-#define NP_PF_EXITING 0x00000004UL
-
 long np_migrate_pair(pid_t pid, unsigned src, unsigned dst) {
         g_autoptr(NpMask) old_nodes = np_mask_new();
         g_autoptr(NpMask) new_nodes = np_mask_new();

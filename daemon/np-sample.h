@@ -71,6 +71,8 @@ typedef struct {
 } NpPidStat;
 
 #define NP_PF_KTHREAD 0x00200000UL
+/* PF_EXITING (include/linux/sched.h): set when a task enters do_exit(). */
+#define NP_PF_EXITING 0x00000004UL
 
 /* Parse /proc/<pid>/stat (a NUL-terminated buffer; no allocation). Survives
  * any comm, e.g. "a) (b c" or "" (a longer comm is truncated to

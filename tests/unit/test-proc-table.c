@@ -385,11 +385,11 @@ static void test_kept_reads(void) {
 /* Until pid's statm shows code mapped (text above 0): its exec is over. */
 static void wait_text_mapped(pid_t pid) {
         g_autofree char *path = g_strdup_printf("/proc/%d/statm", pid);
-        unsigned long v[4] = { 0 };
         for (int i = 0; i < 500; i++) {
                 g_autofree char *buf = NULL;
-                if (g_file_get_contents(path, &buf, NULL, NULL) &&
-                    sscanf(buf, "%lu %lu %lu %lu", &v[0], &v[1], &v[2], &v[3]) == 4 && v[3] > 0)
+                uint64_t resident, text;
+                if (g_file_get_contents(path, &buf, NULL, NULL) && np_parse_statm(buf, &resident, &text) == 0 &&
+                    text > 0)
                         return;
                 g_usleep(10000);
         }
