@@ -50,7 +50,7 @@ static int op_confine(NpBackend *b, NpMechanism *m, NpStateProcess *p, GError **
 }
 
 static int op_restore(NpBackend *b, NpMechanism *m, const NpStateProcess *p) {
-        return np_backend_restore_affinity(p, true);
+        return np_backend_restore_affinity(b, p, true);
 }
 
 const NpBackendOps np_backend_affinity_ops = {

@@ -597,7 +597,7 @@ static int v1_restore_thread(NpCpuset *cs, const NpStateProcess *p, pid_t tid, c
         return 0;
 }
 
-static int cs_restore(NpCpuset *cs, const NpStateProcess *p) {
+static int cs_restore(NpBackend *b, NpCpuset *cs, const NpStateProcess *p) {
         g_autoptr(GArray) tids = NULL;
         const char *orig_proc = p->orig_cgroup ? p->orig_cgroup : fallback_cgroup();
         int ret = 0, r;
@@ -654,7 +654,7 @@ static int cs_restore(NpCpuset *cs, const NpStateProcess *p) {
 
         /* Leaving a cpuset resets the CPU affinity to the new cpuset's CPUs:
          * give each thread the affinity it had (when it was narrower). */
-        (void) np_backend_restore_affinity(p, false);
+        (void) np_backend_restore_affinity(b, p, false);
         return ret;
 }
 
@@ -825,7 +825,7 @@ static int op_finish(NpBackend *b, NpMechanism *m, NpStateProcess *p, GError **e
 }
 
 static int op_restore(NpBackend *b, NpMechanism *m, const NpStateProcess *p) {
-        return cs_restore(m->data, p);
+        return cs_restore(b, m->data, p);
 }
 
 /* Remove the container and any staging cgroup a placement left empty (a

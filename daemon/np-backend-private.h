@@ -107,7 +107,20 @@ struct NpBackend {
         char *state_file;
         NpState *state;
         char *cgroup_name; /* directory name for daemon cgroups ("numaplaced") */
+        GArray *short_restores; /* NpShortRestore: threads put back with less than their
+                                 * original affinity, CPUs of it being offline */
 };
+
+/* A thread given back only part of its original affinity, because the
+ * kernel keeps offline CPUs out of a mask that is set
+ * (np_backend_complete_restores()). */
+typedef struct {
+        pid_t pid;
+        uint64_t starttime;
+        pid_t tid;
+        NpMask *want; /* the original */
+        NpMask *got; /* what the kernel kept */
+} NpShortRestore;
 
 #define NP_CGROUP_NAME_DEFAULT "numaplaced"
 
@@ -159,8 +172,11 @@ int np_backend_move_threads(NpBackend *b, void *data, NpStateProcess *p, const N
 /* Give every live thread of p its recorded affinity back (threads not
  * recorded get the leader's original). Errors other than a vanished thread
  * are logged; with `warn` false they are logged at debug level only (a
- * cpuset restore resets affinities anyway). 0 or the first error. */
-int np_backend_restore_affinity(const NpStateProcess *p, bool warn);
+ * cpuset restore resets affinities anyway). A thread that got less than
+ * its original (CPUs of it offline) is remembered in b->short_restores.
+ * 0 or the first error. */
+int np_backend_restore_affinity(NpBackend *b, const NpStateProcess *p, bool warn);
+void np_short_restore_clear(NpShortRestore *r);
 
 /* ---- the mechanisms (one table each, listed in np-backend.c) ---- */
 

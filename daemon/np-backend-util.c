@@ -116,7 +116,34 @@ int np_backend_save_state(NpBackend *b, GError **error) {
 
 /* ---- threads ---- */
 
-int np_backend_restore_affinity(const NpStateProcess *p, bool warn) {
+void np_short_restore_clear(NpShortRestore *r) {
+        g_clear_pointer(&r->want, np_mask_free);
+        g_clear_pointer(&r->got, np_mask_free);
+}
+
+/* Remember (or forget, when it got all of it) that tid got less than want. */
+static void note_short(NpBackend *b, const NpStateProcess *p, pid_t tid, const NpMask *want) {
+        g_autoptr(NpMask) got = NULL;
+        for (guint i = 0; i < b->short_restores->len; i++)
+                if (g_array_index(b->short_restores, NpShortRestore, i).tid == tid) {
+                        g_array_remove_index_fast(b->short_restores, i);
+                        break;
+                }
+        if (np_thread_get_affinity(tid, &got) < 0 || np_mask_equal(got, want) || !np_mask_subset(got, want))
+                return;
+        NpShortRestore r = { .pid = p->pid,
+                             .starttime = p->starttime,
+                             .tid = tid,
+                             .want = np_mask_copy(want),
+                             .got = g_steal_pointer(&got) };
+        g_array_append_val(b->short_restores, r);
+        g_autofree char *w = np_mask_format(r.want), *g = np_mask_format(r.got);
+        log_info("Thread %d of pid %d got CPUs %s of its original %s back (the others are offline); the rest when "
+                 "they come back",
+                 (int) tid, (int) p->pid, g, w);
+}
+
+int np_backend_restore_affinity(NpBackend *b, const NpStateProcess *p, bool warn) {
         g_autoptr(GArray) tids = NULL;
         int ret = 0;
 
@@ -131,6 +158,8 @@ int np_backend_restore_affinity(const NpStateProcess *p, bool warn) {
                 if (!aff || np_mask_empty(aff))
                         continue;
                 r = np_thread_set_affinity(tid, aff);
+                if (r == 0)
+                        note_short(b, p, tid, aff);
                 if (r < 0 && r != -ESRCH) {
                         g_autofree char *s = np_mask_format(aff);
                         np_log(warn ? LOG_WARNING : LOG_DEBUG,
@@ -141,6 +170,44 @@ int np_backend_restore_affinity(const NpStateProcess *p, bool warn) {
                 }
         }
         return ret;
+}
+
+static void add_once(GArray *pids, pid_t pid) {
+        for (guint i = 0; pids && i < pids->len; i++)
+                if (g_array_index(pids, pid_t, i) == pid)
+                        return;
+        if (pids)
+                g_array_append_val(pids, pid);
+}
+
+unsigned np_backend_complete_restores(NpBackend *b, GArray *pids) {
+        unsigned grown = 0;
+        for (guint i = b->short_restores->len; i-- > 0;) {
+                NpShortRestore *r = &g_array_index(b->short_restores, NpShortRestore, i);
+                g_autoptr(NpMask) now = NULL;
+                bool done = true;
+                /* gone, or someone else changed it since: not ours to widen */
+                if (np_proc_alive(r->pid, r->starttime) && np_thread_get_affinity(r->tid, &now) == 0 &&
+                    np_mask_equal(now, r->got) && np_thread_set_affinity(r->tid, r->want) == 0) {
+                        g_autoptr(NpMask) after = NULL;
+                        if (np_thread_get_affinity(r->tid, &after) == 0 && !np_mask_equal(after, r->got)) {
+                                g_autofree char *s = np_mask_format(after);
+                                log_info("Thread %d of pid %d has its original CPUs %s back", (int) r->tid,
+                                         (int) r->pid, s);
+                                grown++;
+                                add_once(pids, r->pid);
+                                np_mask_assign(r->got, after);
+                        }
+                        done = np_mask_equal(r->got, r->want);
+                }
+                if (done)
+                        g_array_remove_index_fast(b->short_restores, i); /* clears it */
+        }
+        return grown;
+}
+
+unsigned np_backend_short_restores(const NpBackend *b) {
+        return b->short_restores->len;
 }
 
 int np_backend_move_threads(NpBackend *b, void *data, NpStateProcess *p, const NpThreadMover *ops, GError **error) {

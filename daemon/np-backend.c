@@ -46,6 +46,7 @@ void np_backend_free(NpBackend *b) {
         g_free(b->state_file);
         np_state_free(b->state);
         g_free(b->cgroup_name);
+        g_array_unref(b->short_restores);
         g_free(b);
 }
 
@@ -172,6 +173,8 @@ NpBackend *np_backend_new_full(NpBackendKind kind, const char *runtime_dir, cons
         }
 
         b = g_new0(NpBackend, 1);
+        b->short_restores = g_array_new(FALSE, FALSE, sizeof(NpShortRestore));
+        g_array_set_clear_func(b->short_restores, (GDestroyNotify) np_short_restore_clear);
         b->runtime_dir = g_strdup(runtime_dir);
         b->state_file = g_build_filename(runtime_dir, "state", NULL);
         b->state = np_state_new(b->state_file);
@@ -244,6 +247,11 @@ const char *np_backend_cgroup_hierarchy(const NpBackend *b) {
 
 bool np_backend_holds(const NpBackend *b, pid_t pid) {
         return np_state_lookup(b->state, pid) != NULL;
+}
+
+const NpMask *np_backend_held_cpus(const NpBackend *b, pid_t pid) {
+        const NpStateProcess *p = np_state_lookup(b->state, pid);
+        return p ? p->cpus : NULL;
 }
 
 /* ---- place / release ---- */

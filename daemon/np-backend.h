@@ -112,6 +112,22 @@ int np_backend_release_all(NpBackend *b);
 
 /* Is pid currently held by the backend? */
 bool np_backend_holds(const NpBackend *b, pid_t pid);
+/* The CPUs pid is held on (as last confined), or NULL when it is not held.
+ * Owned by the backend, valid until the next call that changes pid. */
+const NpMask *np_backend_held_cpus(const NpBackend *b, pid_t pid);
+
+/*
+ * A thread put back while CPUs of its original affinity were offline gets
+ * only the online ones (the kernel keeps offline CPUs out of a mask that is
+ * set). The backend remembers such threads; call this when CPUs came
+ * online: each one whose affinity nobody changed since gets its original
+ * again. Returns how many threads got CPUs back, and appends their pids
+ * (pid_t, once each) to `pids` (may be NULL). Forgets those that are whole
+ * again, gone, or changed by someone else. Not kept across restarts.
+ */
+unsigned np_backend_complete_restores(NpBackend *b, GArray *pids);
+/* How many threads are remembered as short of their original affinity. */
+unsigned np_backend_short_restores(const NpBackend *b);
 
 /* Path of the state file ("<runtime_dir>/state"). */
 const char *np_backend_state_file(const NpBackend *b);

@@ -403,11 +403,11 @@ GETTER(node_managed) {
 static const sd_bus_vtable node_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Id", "u", node_id, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("CPUs", "au", node_cpus, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("Distances", "a(uu)", node_distances, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("MemoryTotalBytes", "t", node_mem_total, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("CPUs", "au", node_cpus, 0, EMITS),
+        SD_BUS_PROPERTY("Distances", "a(uu)", node_distances, 0, EMITS),
+        SD_BUS_PROPERTY("MemoryTotalBytes", "t", node_mem_total, 0, EMITS),
         SD_BUS_PROPERTY("MemoryFreeBytes", "t", node_mem_free, 0, EMITS),
-        SD_BUS_PROPERTY("CPUCapacity", "d", node_capacity, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("CPUCapacity", "d", node_capacity, 0, EMITS),
         SD_BUS_PROPERTY("CPUBusy", "d", node_busy, 0, EMITS),
         SD_BUS_PROPERTY("ManagedProcesses", "au", node_managed, 0, EMITS),
         SD_BUS_VTABLE_END,
@@ -464,7 +464,8 @@ PROC_GETTER(proc_locality_ts, return sd_bus_message_append(reply, "t", p->maps_a
 PROC_GETTER(proc_state, return sd_bus_message_append(reply, "s", np_proc_state_to_string(p->state));)
 PROC_GETTER(proc_placed, return sd_bus_message_append(reply, "t", p->last_placed_usec);)
 PROC_GETTER(proc_cgroup, return sd_bus_message_append(reply, "s", utf8_or(p->cgroup ? p->cgroup : "", ""));)
-PROC_GETTER(proc_decision, return sd_bus_message_append(reply, "s", utf8_or(p->decision ? p->decision : "", ""));)
+PROC_GETTER(proc_decision, g_autofree char *text = np_process_decision_text(p);
+            return sd_bus_message_append(reply, "s", utf8_or(text, ""));)
 PROC_GETTER(proc_unit, return sd_bus_message_append(reply, "s", utf8_or(p->unit ? p->unit : "", ""));)
 PROC_GETTER(proc_target, {
         g_autoptr(NpMask) empty = np_mask_new();
@@ -551,6 +552,10 @@ static const PropName node_props[] = {
         { NP_NODE_MEMORY_FREE, "MemoryFreeBytes" },
         { NP_NODE_CPU_BUSY, "CPUBusy" },
         { NP_NODE_MANAGED, "ManagedProcesses" },
+        { NP_NODE_CPUS, "CPUs" },
+        { NP_NODE_CPUS, "CPUCapacity" },
+        { NP_NODE_MEMORY_TOTAL, "MemoryTotalBytes" },
+        { NP_NODE_DISTANCES, "Distances" },
 };
 
 static const PropName process_props[] = {

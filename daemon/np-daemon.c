@@ -11,6 +11,7 @@
 #include "np-build-config.h"
 #include "np-bus.h"
 #include "np-cleanup.h"
+#include "np-hotplug.h"
 #include "np-log.h"
 #include "np-metrics.h"
 #include "np-place.h"
@@ -83,6 +84,8 @@ static void notify_status(NpDaemon *d) {
 static int on_scan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         NpDaemon *d = userdata;
         int r = np_manager_scan(d->m);
+        /* also when paused: a placement whose CPUs went away is not kept */
+        (void) np_hotplug_recheck(d->m);
         if (r < 0)
                 log_warning("Scan %" G_GUINT64_FORMAT " could not sample the nodes: %s", d->m->scans, g_strerror(-r));
         else

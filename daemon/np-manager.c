@@ -77,6 +77,7 @@ NpManager *np_manager_new(const char *config_file, NpConfig *config, GError **er
         m->backend_name = g_strdup("none");
         m->changes.nodes = g_hash_table_new(g_direct_hash, g_direct_equal);
         g_queue_init(&m->changes.placed);
+        m->cpus_changed = np_mask_new();
 
         if (np_topology_load(&m->topology, error) < 0)
                 return NULL;
@@ -95,6 +96,7 @@ void np_manager_free(NpManager *m) {
         g_array_free(m->node_samples, TRUE);
         g_array_free(m->cpu_ticks, TRUE);
         np_topology_free(m->topology);
+        np_mask_free(m->cpus_changed);
         np_config_free(m->config);
         g_hash_table_destroy(m->changes.nodes);
         g_queue_clear_full(&m->changes.placed, (GDestroyNotify) np_placed_event_free);
@@ -538,27 +540,50 @@ static bool scan_processes(NpManager *m) {
         return changed;
 }
 
-/* Node hotplug: when the set of online nodes changes, reload the topology;
- * the bus layer compares the node objects it published with the new set. */
-static void refresh_topology(NpManager *m) {
-        g_autofree char *buf = NULL;
-        g_autoptr(NpMask) online = NULL;
-        if (m->topology->synthetic || np_read_file_kept("/sys/devices/system/node/online", &buf, NULL) < 0 ||
-            np_mask_parse(buf, &online) < 0 || np_mask_equal(online, m->topology->online))
-                return;
+/* Load the topology again and take it when it loads: what differs is
+ * logged and recorded for the bus (the Node objects) and for the check of
+ * the held placements (m->cpus_changed, np-hotplug.h). */
+static void reload_topology(NpManager *m) {
         g_autoptr(GError) e = NULL;
         NpTopology *t = NULL;
         if (np_topology_load(&t, &e) < 0) {
-                log_warning("Online NUMA nodes changed but the topology cannot be read: %s", e->message);
+                log_warning("The CPUs or memory of the NUMA nodes changed but the topology cannot be read: %s",
+                            e->message);
                 return;
         }
-        g_autofree char *before = np_mask_format(m->topology->online);
-        g_autofree char *after = np_mask_format(t->online);
-        log_notice("Online NUMA nodes changed from %s to %s", before, after);
+        g_auto(NpTopologyDiff) d = { 0 };
+        if (np_topology_diff(m->topology, t, &d)) {
+                g_autofree char *what = np_topology_diff_describe(m->topology, t, &d);
+                log_notice("NUMA topology changed: %s", what);
+        }
+        if (!np_mask_empty(d.added) || !np_mask_empty(d.removed)) {
+                np_manager_changed(m, NP_MANAGER_NODE_IDS);
+                NP_MASK_FOREACH (n, t->online)
+                        np_manager_node_changed(m, (unsigned) n, NP_NODE_DISTANCES);
+        }
+        NP_MASK_FOREACH (n, d.cpus_changed)
+                np_manager_node_changed(m, (unsigned) n, NP_NODE_CPUS);
+        NP_MASK_FOREACH (n, d.memory_changed)
+                np_manager_node_changed(m, (unsigned) n, NP_NODE_MEMORY_TOTAL);
+        np_mask_or(m->cpus_changed, d.cpus_changed);
+        np_mask_or(m->cpus_changed, d.removed);
+        /* per-CPU ticks are indexed by CPU id: start over */
+        if (!np_mask_equal(m->topology->all_cpus, t->all_cpus) || !np_mask_empty(d.added) || !np_mask_empty(d.removed))
+                g_array_set_size(m->cpu_ticks, 0);
         np_topology_free(m->topology);
         m->topology = t;
-        g_array_set_size(m->cpu_ticks, 0);
-        np_manager_changed(m, NP_MANAGER_NODE_IDS);
+}
+
+/* Memory hot-add (or removal) shows in the nodes' MemTotal, which the node
+ * sample reads anyway. */
+static bool memory_changed(NpManager *m, const GArray *samples) {
+        g_autoptr(GArray) totals = g_array_sized_new(FALSE, FALSE, sizeof(NpNodeTotal), samples->len);
+        for (guint i = 0; i < samples->len; i++) {
+                const NpNodeSample *s = &g_array_index(samples, NpNodeSample, i);
+                NpNodeTotal nt = { .id = s->id, .bytes = s->mem_total_bytes };
+                g_array_append_val(totals, nt);
+        }
+        return np_topology_memory_differs(m->topology, (const NpNodeTotal *) (void *) totals->data, totals->len);
 }
 
 static void note_node_changes(NpManager *m, const GArray *before, const GArray *after) {
@@ -596,7 +621,8 @@ static void sample_self_cpu(NpManager *m) {
 int np_manager_scan(NpManager *m) {
         uint64_t start = np_now_usec(CLOCK_MONOTONIC);
 
-        refresh_topology(m);
+        if (np_topology_outdated(m->topology))
+                reload_topology(m);
 
         g_autoptr(GArray) ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
         g_autoptr(GArray) samples = g_array_new(FALSE, TRUE, sizeof(NpNodeSample));
@@ -605,6 +631,8 @@ int np_manager_scan(NpManager *m) {
         if (ret < 0) {
                 log_warning("Sampling the NUMA nodes failed: %s", g_strerror(-ret));
         } else {
+                if (memory_changed(m, samples))
+                        reload_topology(m);
                 note_node_changes(m, m->node_samples, samples);
                 g_array_free(m->cpu_ticks, TRUE);
                 m->cpu_ticks = g_steal_pointer(&ticks);

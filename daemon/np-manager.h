@@ -48,6 +48,9 @@ typedef enum {
         NP_NODE_MEMORY_FREE = 1u << 0,
         NP_NODE_CPU_BUSY = 1u << 1,
         NP_NODE_MANAGED = 1u << 2,
+        NP_NODE_CPUS = 1u << 3, /* CPUs, CPUCapacity */
+        NP_NODE_MEMORY_TOTAL = 1u << 4,
+        NP_NODE_DISTANCES = 1u << 5,
 } NpNodeProp;
 
 /* Why a placement is made (np-place.h). */
@@ -92,6 +95,8 @@ typedef struct NpManager {
         char *runtime_dir;
 
         NpTopology *topology;
+        NpMask *cpus_changed; /* nodes whose CPUs changed or that went away since the held
+                               * placements were last checked against them (np-hotplug.h) */
         GArray *node_samples; /* NpNodeSample, one per topology node */
         GArray *cpu_ticks; /* NpCpuTicks from the last scan */
         GHashTable *processes; /* pid -> NpProcess* */
@@ -142,9 +147,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpManager, np_manager_free)
 void np_manager_setup_backend(NpManager *m);
 
 /*
- * One scan: sample the nodes and every process, read the details of the
- * significant ones, drop processes that exited (releasing their records),
- * adapt the scan interval, count it (Scans). Records what changed.
+ * One scan: reload the topology when CPUs or nodes went on- or offline or a
+ * node's memory changed (np_topology_outdated(), MemTotal from the node
+ * sample; the nodes whose CPUs changed are added to m->cpus_changed), sample
+ * the nodes and every process, read the details of the significant ones,
+ * drop processes that exited (releasing their records), adapt the scan
+ * interval, count it (Scans). Records what changed.
  * Returns 0, or a negative errno when the nodes cannot be sampled (e.g.
  * -ENOENT when the topology is gone); the process sample is still taken.
  */

@@ -51,9 +51,7 @@ static int check_nodes(NpManager *m, const NpMask *nodes, GError **error) {
         return 0;
 }
 
-/* The CPUs for a node set: the nodes' CPUs minus ReservedCPUs (unless that
- * leaves none); for memory-only nodes, every CPU. */
-static NpMask *cpus_for(NpManager *m, const NpMask *nodes) {
+NpMask *np_place_cpus_for(NpManager *m, const NpMask *nodes) {
         NpMask *cpus = np_topology_cpus_of(m->topology, nodes);
         if (m->config->reserved_cpus) {
                 g_autoptr(NpMask) c2 = np_mask_copy(cpus);
@@ -111,7 +109,7 @@ static int prepare(NpMove *mv, void *userdata) {
         mv->max_rate = m->config->max_rate;
         mv->move_shared = m->config->move_shared_pages;
 
-        g_autoptr(NpMask) cpus = cpus_for(m, q->nodes);
+        g_autoptr(NpMask) cpus = np_place_cpus_for(m, q->nodes);
         int r = np_backend_confine(m->backend, q->pid, q->starttime, q->nodes, cpus, &e);
         if (r < 0) {
                 g_autofree char *to_s = np_mask_format(q->nodes);

@@ -55,3 +55,8 @@ void np_place_shutdown(NpManager *m);
  */
 int np_place_submit(NpManager *m, int pid, const NpMask *nodes, NpPlaceReason reason, NpPlaceDoneFn done,
                     void *userdata, GError **error);
+
+/* The CPUs a process placed on `nodes` runs on: the nodes' online CPUs minus
+ * ReservedCPUs (unless that leaves none, which is logged); every online CPU
+ * when the nodes have none (memory-only nodes). Caller frees. */
+NpMask *np_place_cpus_for(NpManager *m, const NpMask *nodes);

@@ -45,6 +45,7 @@ NpProcess *np_process_new(int pid, uint64_t starttime) {
         p->cgroup = g_strdup("");
         p->unit = g_strdup("");
         p->decision = g_strdup("");
+        p->note = g_strdup("");
         return p;
 }
 
@@ -62,6 +63,7 @@ void np_process_free(NpProcess *p) {
         np_mask_free(p->left);
         np_mask_free(p->moving_to);
         g_free(p->decision);
+        g_free(p->note);
         np_numa_maps_clear(&p->maps);
         g_free(p->cgroup);
         g_free(p->unit);
@@ -74,6 +76,23 @@ void np_process_set_decision(NpProcess *p, const char *why) {
         g_free(p->decision);
         p->decision = g_strdup(why);
         p->changed |= NP_PROCESS_DECISION;
+}
+
+void np_process_set_note(NpProcess *p, const char *note) {
+        if (!note)
+                note = "";
+        if (g_strcmp0(p->note, note) == 0)
+                return;
+        g_free(p->note);
+        p->note = g_strdup(note);
+        p->changed |= NP_PROCESS_DECISION;
+}
+
+char *np_process_decision_text(const NpProcess *p) {
+        const char *why = p->decision ? p->decision : "";
+        if (!p->note || !*p->note)
+                return g_strdup(why);
+        return *why ? g_strdup_printf("%s; %s", p->note, why) : g_strdup(p->note);
 }
 
 bool np_process_held(const NpProcess *p) {
@@ -116,6 +135,8 @@ void np_process_set_state(NpProcess *p, NpProcState state, const NpMask *target,
                 np_mask_free(p->target);
                 p->target = target ? np_mask_copy(target) : NULL;
                 p->stuck_bytes = 0; /* it was of the nodes it left */
+                if (target && (state == NP_PROC_PLACED || state == NP_PROC_PINNED))
+                        np_process_set_note(p, NULL); /* placed anew: what happened before is over */
         }
         if (p->last_placed_usec != last_placed_usec)
                 p->changed |= NP_PROCESS_LAST_PLACED;

@@ -99,6 +99,8 @@ typedef struct {
         NpMask *moving_to; /* a move of it is queued or running to these nodes */
         bool finish_deferred; /* placed, but its unit's memory nodes wait for a sibling's move (np-place.c) */
         char *decision; /* the policy's last word on it ("" = none yet) */
+        char *note; /* what the daemon did to it outside the policy (its CPUs went offline),
+                     * leading the Decision until its next placement; "" = none */
 
         uint32_t changed; /* NpProcessProp bits not yet published */
 } NpProcess;
@@ -151,6 +153,13 @@ void np_process_set_sample(NpProcess *p, const char *comm, double cpu_usage, uin
 
 /* Set the policy's decision text and the changed bit. */
 void np_process_set_decision(NpProcess *p, const char *why);
+/* Set (or clear, with "" or NULL) the note that leads the Decision, with the
+ * changed bit. A placement on another target (np_process_set_state())
+ * clears it. */
+void np_process_set_note(NpProcess *p, const char *note);
+/* The Decision as published: "<note>; <decision>", or either alone when
+ * the other is empty. Caller frees. */
+char *np_process_decision_text(const NpProcess *p);
 
 /* Is the process held by the daemon (pinned or placed)? */
 bool np_process_held(const NpProcess *p);

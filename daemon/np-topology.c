@@ -31,6 +31,7 @@ void np_topology_free(NpTopology *t) {
         np_mask_free(t->with_memory);
         np_mask_free(t->with_cpus);
         np_mask_free(t->all_cpus);
+        np_mask_free(t->cpus_online);
         g_free(t);
 }
 
@@ -254,6 +255,7 @@ static int load_synthetic(NpTopology *t, GError **error) {
         if (r < 0)
                 return set_error(error, r, "/proc/meminfo: MemTotal");
         np_mask_assign(n->cpus, cpus);
+        t->cpus_online = np_mask_copy(cpus);
         NpDistance d = { .node = 0, .distance = 10 };
         g_array_append_val(n->distances, d);
         if (n->mem_total_bytes > 0)
@@ -336,9 +338,104 @@ int np_topology_load(NpTopology **out, GError **error) {
         }
 
         finish(t);
+        if (cpu_online)
+                t->cpus_online = np_mask_copy(cpu_online);
         int last_online = np_mask_last(cpu_online);
         if (last_online >= 0 && (unsigned) (last_online + 1) > t->max_cpu)
                 t->max_cpu = (unsigned) (last_online + 1);
         *out = g_steal_pointer(&t);
         return 0;
+}
+
+/* ---- changes at run time ---- */
+
+/* Does the list file at path differ from `known`? false when it cannot be
+ * read or parsed (nothing to compare with), or known is NULL. */
+static bool list_differs(const char *path, const NpMask *known) {
+        g_autofree char *buf = NULL;
+        g_autoptr(NpMask) now = NULL;
+        if (!known || np_read_file_kept(path, &buf, NULL) < 0 || np_mask_parse(buf, &now) < 0)
+                return false;
+        return !np_mask_equal(now, known);
+}
+
+bool np_topology_outdated(const NpTopology *t) {
+        if (list_differs("/sys/devices/system/cpu/online", t->cpus_online))
+                return true;
+        return !t->synthetic && list_differs(NODE_DIR "/online", t->online);
+}
+
+bool np_topology_memory_differs(const NpTopology *t, const NpNodeTotal *totals, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                const NpNode *node = np_topology_node(t, totals[i].id);
+                if (node && node->mem_total_bytes != totals[i].bytes)
+                        return true;
+        }
+        return false;
+}
+
+bool np_topology_diff(const NpTopology *before, const NpTopology *after, NpTopologyDiff *out) {
+        *out = (NpTopologyDiff){
+                .added = np_mask_copy(after->online),
+                .removed = np_mask_copy(before->online),
+                .cpus_changed = np_mask_new(),
+                .memory_changed = np_mask_new(),
+        };
+        np_mask_andnot(out->added, before->online);
+        np_mask_andnot(out->removed, after->online);
+        for (guint i = 0; i < after->nodes->len; i++) {
+                const NpNode *a = after->nodes->pdata[i];
+                const NpNode *b = np_topology_node(before, a->id);
+                if (!b)
+                        continue;
+                if (!np_mask_equal(a->cpus, b->cpus))
+                        np_mask_set(out->cpus_changed, a->id);
+                if (a->mem_total_bytes != b->mem_total_bytes ||
+                    np_mask_test(after->with_memory, a->id) != np_mask_test(before->with_memory, a->id))
+                        np_mask_set(out->memory_changed, a->id);
+        }
+        return !np_mask_empty(out->added) || !np_mask_empty(out->removed) || !np_mask_empty(out->cpus_changed) ||
+                !np_mask_empty(out->memory_changed);
+}
+
+void np_topology_diff_clear(NpTopologyDiff *d) {
+        g_clear_pointer(&d->added, np_mask_free);
+        g_clear_pointer(&d->removed, np_mask_free);
+        g_clear_pointer(&d->cpus_changed, np_mask_free);
+        g_clear_pointer(&d->memory_changed, np_mask_free);
+}
+
+static char *cpus_text(const NpNode *n) {
+        return np_mask_empty(n->cpus) ? g_strdup("none") : np_mask_format(n->cpus);
+}
+
+char *np_topology_diff_describe(const NpTopology *before, const NpTopology *after, const NpTopologyDiff *d) {
+        g_autoptr(NpMask) all = np_mask_copy(before->online);
+        np_mask_or(all, after->online);
+        GString *s = g_string_new(NULL);
+        NP_MASK_FOREACH (id, all) {
+                const NpNode *b = np_topology_node(before, (unsigned) id);
+                const NpNode *a = np_topology_node(after, (unsigned) id);
+                GString *clause = g_string_new(NULL);
+                if (np_mask_test(d->added, (unsigned) id)) {
+                        g_autofree char *cpus = cpus_text(a);
+                        g_string_append_printf(clause, "added (CPUs %s, memory %" G_GUINT64_FORMAT " MiB)", cpus,
+                                               a->mem_total_bytes >> 20);
+                } else if (np_mask_test(d->removed, (unsigned) id)) {
+                        g_string_append(clause, "removed");
+                } else {
+                        if (np_mask_test(d->cpus_changed, (unsigned) id)) {
+                                g_autofree char *from = cpus_text(b), *to = cpus_text(a);
+                                g_string_append_printf(clause, "CPUs %s -> %s", from, to);
+                        }
+                        if (np_mask_test(d->memory_changed, (unsigned) id))
+                                g_string_append_printf(
+                                        clause, "%smemory %" G_GUINT64_FORMAT " MiB -> %" G_GUINT64_FORMAT " MiB",
+                                        clause->len ? ", " : "", b->mem_total_bytes >> 20, a->mem_total_bytes >> 20);
+                }
+                if (clause->len)
+                        g_string_append_printf(s, "%snode %d: %s", s->len ? "; " : "", id, clause->str);
+                g_string_free(clause, TRUE);
+        }
+        return g_string_free(s, FALSE);
 }

@@ -28,6 +28,7 @@ typedef struct {
         NpMask *with_memory; /* nodes with memory (has_memory, or MemTotal > 0) */
         NpMask *with_cpus; /* nodes with at least one CPU */
         NpMask *all_cpus; /* union of the nodes' CPUs */
+        NpMask *cpus_online; /* /sys/devices/system/cpu/online as read; NULL when absent */
         unsigned max_cpu; /* highest CPU id + 1 (size for per-CPU arrays) */
         bool synthetic; /* no /sys/devices/system/node (non-NUMA kernel): one
                          * node 0, memory from /proc/meminfo */
@@ -69,3 +70,40 @@ int np_topology_node_of_cpu(const NpTopology *t, unsigned cpu);
 
 void np_topology_free(NpTopology *t);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpTopology, np_topology_free)
+
+/*
+ * The per-scan check for CPU and node hotplug: true when the online nodes
+ * (/sys/devices/system/node/online) or the online CPUs
+ * (/sys/devices/system/cpu/online) differ from what t was loaded with.
+ * Reads the two files through kept descriptors; a file that cannot be read
+ * or parsed counts as unchanged. Memory hot-add changes neither: compare
+ * the nodes' MemTotal (np_topology_memory_differs()).
+ */
+bool np_topology_outdated(const NpTopology *t);
+
+/* Does some node's MemTotal in `totals` (node id -> bytes, n entries)
+ * differ from t's? A node t does not have is ignored. */
+typedef struct {
+        unsigned id;
+        uint64_t bytes;
+} NpNodeTotal;
+bool np_topology_memory_differs(const NpTopology *t, const NpNodeTotal *totals, size_t n);
+
+/* What differs between two loads of the topology. */
+typedef struct {
+        NpMask *added; /* node ids online now, not before */
+        NpMask *removed; /* node ids online before, not now */
+        NpMask *cpus_changed; /* nodes in both whose CPU list differs */
+        NpMask *memory_changed; /* nodes in both whose MemTotal (or memory at all) differs */
+} NpTopologyDiff;
+
+/* Compare `before` with `after` into *out (masks allocated, free with
+ * np_topology_diff_clear()). Returns whether anything differs. Pure. */
+bool np_topology_diff(const NpTopology *before, const NpTopology *after, NpTopologyDiff *out);
+void np_topology_diff_clear(NpTopologyDiff *d);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(NpTopologyDiff, np_topology_diff_clear)
+/* The difference for the log, one clause per node in id order, e.g.
+ * "node 2: CPUs 2-3 -> none; node 3: memory 256 MiB -> 512 MiB; node 4:
+ * added (CPUs 8-9, memory 512 MiB)". "" when nothing differs. Caller
+ * frees. */
+char *np_topology_diff_describe(const NpTopology *before, const NpTopology *after, const NpTopologyDiff *d);

@@ -376,6 +376,132 @@ static void test_broken_trees(void) {
         rm_rf(root);
 }
 
+/* CPU and memory hotplug on a tree changed between two loads: the per-scan
+ * check notices, the diff names what changed, the log text says it. */
+static bool outdated_in(const char *root, const NpTopology *t) {
+        np_sysroot_set(root);
+        bool r = np_topology_outdated(t);
+        np_sysroot_set(NULL);
+        return r;
+}
+
+static NpTopology *load_ok(const char *root) {
+        g_autoptr(GError) e = NULL;
+        NpTopology *t = NULL;
+        g_assert_cmpint(load_root(root, &t, &e), ==, 0);
+        g_assert_no_error(e);
+        return t;
+}
+
+static void assert_diff(const NpTopologyDiff *d, const char *added, const char *removed, const char *cpus,
+                        const char *memory) {
+        assert_mask(d->added, added);
+        assert_mask(d->removed, removed);
+        assert_mask(d->cpus_changed, cpus);
+        assert_mask(d->memory_changed, memory);
+}
+
+static void test_hotplug_diff(void) {
+        g_autofree char *root = g_dir_make_tmp("np-topo-XXXXXX", NULL);
+        g_assert_nonnull(root);
+        make_two_nodes(root);
+        g_autoptr(NpTopology) t0 = load_ok(root);
+        assert_mask(t0->cpus_online, "0-3");
+        g_assert_false(outdated_in(root, t0));
+
+        /* the same tree again: no difference */
+        {
+                g_autoptr(NpTopology) same = load_ok(root);
+                g_auto(NpTopologyDiff) d = { 0 };
+                g_assert_false(np_topology_diff(t0, same, &d));
+                assert_diff(&d, "", "", "", "");
+                g_autofree char *text = np_topology_diff_describe(t0, same, &d);
+                g_assert_cmpstr(text, ==, "");
+        }
+
+        /* CPU 3 goes offline (the node's cpulist keeps it: the loader
+         * takes the online ones), then CPU 2 too: node 1 has none left */
+        write_file(root, "sys/devices/system/cpu/online", "0-2\n");
+        g_assert_true(outdated_in(root, t0));
+        g_autoptr(NpTopology) t1 = load_ok(root);
+        {
+                g_auto(NpTopologyDiff) d = { 0 };
+                g_assert_true(np_topology_diff(t0, t1, &d));
+                assert_diff(&d, "", "", "1", "");
+                g_autofree char *text = np_topology_diff_describe(t0, t1, &d);
+                g_assert_cmpstr(text, ==, "node 1: CPUs 2-3 -> 2");
+                assert_mask(t1->all_cpus, "0-2");
+                assert_mask(t1->with_cpus, "0-1");
+        }
+        write_file(root, "sys/devices/system/cpu/online", "0-1\n");
+        write_file(root, "sys/devices/system/node/node1/cpulist", "\n");
+        g_assert_true(outdated_in(root, t1));
+        g_autoptr(NpTopology) t2 = load_ok(root);
+        {
+                g_auto(NpTopologyDiff) d = { 0 };
+                g_assert_true(np_topology_diff(t1, t2, &d));
+                assert_diff(&d, "", "", "1", "");
+                g_autofree char *text = np_topology_diff_describe(t1, t2, &d);
+                g_assert_cmpstr(text, ==, "node 1: CPUs 2 -> none");
+                assert_mask(t2->with_cpus, "0");
+                assert_mask(t2->with_memory, "0-1");
+        }
+        g_assert_false(outdated_in(root, t2));
+
+        /* memory hot-added to node 0: the CPU and node files do not show
+         * it, MemTotal does */
+        write_file(root, "sys/devices/system/node/node0/meminfo", "Node 0 MemTotal:  3072 kB\n");
+        g_assert_false(outdated_in(root, t2));
+        NpNodeTotal totals[] = { { .id = 0, .bytes = 3072 * KIB }, { .id = 1, .bytes = 2048 * KIB } };
+        g_assert_true(np_topology_memory_differs(t2, totals, G_N_ELEMENTS(totals)));
+        totals[0].bytes = 1024 * KIB;
+        g_assert_false(np_topology_memory_differs(t2, totals, G_N_ELEMENTS(totals)));
+        NpNodeTotal unknown = { .id = 7, .bytes = 1 };
+        g_assert_false(np_topology_memory_differs(t2, &unknown, 1));
+        g_autoptr(NpTopology) t3 = load_ok(root);
+        {
+                g_auto(NpTopologyDiff) d = { 0 };
+                g_assert_true(np_topology_diff(t2, t3, &d));
+                assert_diff(&d, "", "", "", "0");
+                g_autofree char *text = np_topology_diff_describe(t2, t3, &d);
+                g_assert_cmpstr(text, ==, "node 0: memory 1 MiB -> 3 MiB");
+        }
+
+        /* the CPUs come back and a node with memory only comes online */
+        write_file(root, "sys/devices/system/cpu/online", "0-3\n");
+        write_file(root, "sys/devices/system/node/node1/cpulist", "2-3\n");
+        write_file(root, "sys/devices/system/node/online", "0-2\n");
+        write_file(root, "sys/devices/system/node/node2/cpulist", "\n");
+        write_file(root, "sys/devices/system/node/node2/meminfo", "Node 2 MemTotal:  1048576 kB\n");
+        write_file(root, "sys/devices/system/node/node0/distance", "10 20 30\n");
+        write_file(root, "sys/devices/system/node/node1/distance", "20 10 30\n");
+        write_file(root, "sys/devices/system/node/node2/distance", "30 30 10\n");
+        g_assert_true(outdated_in(root, t3));
+        g_autoptr(NpTopology) t4 = load_ok(root);
+        {
+                g_auto(NpTopologyDiff) d = { 0 };
+                g_assert_true(np_topology_diff(t3, t4, &d));
+                assert_diff(&d, "2", "", "1", "");
+                g_autofree char *text = np_topology_diff_describe(t3, t4, &d);
+                g_assert_cmpstr(text, ==, "node 1: CPUs none -> 2-3; node 2: added (CPUs none, memory 1024 MiB)");
+        }
+
+        /* and goes away again */
+        {
+                g_auto(NpTopologyDiff) d = { 0 };
+                g_assert_true(np_topology_diff(t4, t3, &d));
+                assert_diff(&d, "", "2", "1", "");
+                g_autofree char *text = np_topology_diff_describe(t4, t3, &d);
+                g_assert_cmpstr(text, ==, "node 1: CPUs 2-3 -> none; node 2: removed");
+        }
+
+        /* a file that cannot be read is no reason to reload */
+        g_autofree char *online = g_build_filename(root, "sys/devices/system/cpu/online", NULL);
+        g_assert_cmpint(g_unlink(online), ==, 0);
+        g_assert_false(outdated_in(root, t4));
+        rm_rf(root);
+}
+
 static void test_parse_meminfo(void) {
         const char *node = "Node 0 MemTotal:        5204172 kB\n"
                            "Node 0 MemFree:         4405996 kB\n"
@@ -466,6 +592,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/topology/nonuma", test_nonuma);
         g_test_add_func("/topology/missing-root", test_missing_root);
         g_test_add_func("/topology/broken-trees", test_broken_trees);
+        g_test_add_func("/topology/hotplug-diff", test_hotplug_diff);
         g_test_add_func("/topology/parse-meminfo", test_parse_meminfo);
         g_test_add_func("/topology/parse-distance", test_parse_distance);
         return g_test_run();

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+/*
+ * The held placements against the machine as it is now. The scan reloads
+ * the topology when CPUs, nodes or a node's memory change (np-manager.h);
+ * after it, each process the daemon holds is checked:
+ *
+ *   - placed by the policy, and its nodes have no online CPU left (less
+ *     ReservedCPUs): released, put back where it was before the daemon
+ *     placed it; the policy decides it again from where its memory is;
+ *   - otherwise, when its nodes' CPUs changed (m->cpus_changed) or differ
+ *     from the CPUs it is held on: confined again to its nodes' CPUs as
+ *     they are now (np_place_cpus_for(); a pinned process on nodes without
+ *     CPUs runs on every online CPU, its memory stays pinned). No page
+ *     moves. A failure releases it (the backend's rule).
+ *
+ * Either way its Decision is led by a note that says what happened. A
+ * process whose move is queued or running is checked after the move. When
+ * CPUs changed, the threads a release put back while CPUs of their
+ * original affinity were offline get those CPUs back
+ * (np_backend_complete_restores()).
+ */
+#include "np-manager.h"
+
+/* Check every held process (see above). Returns how many were confined
+ * again or released. */
+unsigned np_hotplug_recheck(NpManager *m);
