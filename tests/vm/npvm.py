@@ -26,11 +26,13 @@ a VM, or get an interactive shell).
 import argparse
 import fcntl
 import glob
+import json
 import os
 import re
 import secrets
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -42,6 +44,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MARK_BEGIN = "NPVM-BEGIN"
 MARK_END = "NPVM-END"
 MARK_RESULT = "NPVM-R"
+MARK_HOST = "NPVM-HOST"     # a request of the scenario to the host (VM(hotplug_mb=...))
 
 QEMU = "qemu-system-x86_64"
 
@@ -717,13 +720,21 @@ class VM:
     /sys/fs/cgroup with +cpuset in cgroup.subtree_control) or None.
     """
 
-    def __init__(self, name, topology, cgroup="v2", cmdline=None):
+    def __init__(self, name, topology, cgroup="v2", cmdline=None, hotplug_mb=0):
         if cgroup not in ("v1", "v2", None):
             raise ValueError("cgroup must be 'v1', 'v2' or None")
         self.name = name
         self.topology = topology
         self.cgroup = cgroup
         self.cmdline = list(DEFAULT_CMDLINE) + list(cmdline or [])
+        # memory hot-add: room for pc-dimms beyond the nodes' memory, a QMP
+        # socket, and the kernel onlines what is added; the scenario asks
+        # with a console line "NPVM-HOST memadd NODE MB" (np_host_memadd)
+        self.hotplug_mb = hotplug_mb
+        self.qmp_path = None
+        self.host_log = []          # what the host did for the scenario
+        if hotplug_mb:
+            self.cmdline.append("memhp_default_state=online")
         self.commands = ensure_host_commands(QEMU, "busybox", "ldd")
         self.initramfs = Initramfs()
         self._setup_base()
@@ -787,9 +798,59 @@ class VM:
 
     # -- running ----------------------------------------------------------
     def qemu_command(self, kernel, initrd, interactive=False):
+        args = self.topology.qemu_args()
+        if self.hotplug_mb:
+            i = args.index("-m")
+            total = self.topology.total_mb
+            args[i + 1] = f"{total}M,slots=4,maxmem={total + self.hotplug_mb}M"
+            self.qmp_path = os.path.join(vm_build_dir(), "runs", f"{self.name}.qmp")
+            args += ["-qmp", f"unix:{self.qmp_path},server=on,wait=off"]
         return [self.commands[QEMU], "-accel", "tcg", "-nographic", "-no-reboot",
                 "-nic", "none", "-kernel", kernel, "-initrd", initrd,
-                "-append", " ".join(self.cmdline)] + self.topology.qemu_args()
+                "-append", " ".join(self.cmdline)] + args
+
+    # -- requests of the scenario to the host (memory hot-add) ---------------
+    def _qmp(self, commands):
+        """Run QMP commands (dicts) on this boot's monitor; returns the
+        replies ("return" or "error" objects, in order)."""
+        replies = []
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sk:
+            sk.settimeout(30)
+            sk.connect(self.qmp_path)
+            f = sk.makefile("rw")
+
+            def reply():
+                while True:
+                    line = f.readline()
+                    if not line:
+                        raise HarnessError("QMP closed the connection")
+                    msg = json.loads(line)
+                    if "return" in msg or "error" in msg:
+                        return msg
+            f.readline()  # the greeting
+            for cmd in [{"execute": "qmp_capabilities"}] + commands:
+                f.write(json.dumps(cmd) + "\n")
+                f.flush()
+                replies.append(reply())
+        return replies[1:]
+
+    def _host_request(self, line):
+        """One NPVM-HOST line of the scenario: 'memadd NODE MB' plugs a
+        pc-dimm of MB into NODE (the kernel onlines it)."""
+        words = line.split()
+        if len(words) == 3 and words[0] == "memadd" and self.qmp_path:
+            n = len(self.host_log)
+            node, mb = int(words[1]), int(words[2])
+            replies = self._qmp([
+                {"execute": "object-add", "arguments": {"qom-type": "memory-backend-ram",
+                                                        "id": f"hp{n}", "size": mb << 20}},
+                {"execute": "device_add", "arguments": {"driver": "pc-dimm", "id": f"dimm{n}",
+                                                        "memdev": f"hp{n}", "node": node}}])
+            ok = all("return" in r for r in replies)
+            self.host_log.append(f"memadd node {node} {mb} MB: {'ok' if ok else replies}")
+        else:
+            self.host_log.append(f"unknown request {line!r}")
+        log(f"'{self.name}': host: {self.host_log[-1]}")
 
     def _prepare(self, script, interactive):
         env = [f"export NPVM_NAME='{self.name}'", f"export NPVM_CGROUP='{self.cgroup or ''}'",
@@ -840,12 +901,23 @@ class VM:
         global _current_qemu
         start = time.monotonic()
         timed_out = hung = False
+        seen = 0                    # console bytes searched for requests
         with open(logpath, "wb") as out:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT)
             _current_qemu = proc
             try:
                 while proc.poll() is None:
+                    if self.qmp_path:
+                        with open(logpath, "rb") as f:
+                            f.seek(seen)
+                            new = f.read()
+                        end = new.rfind(b"\n") + 1
+                        seen += end
+                        for raw in new[:end].decode("utf-8", "replace").splitlines():
+                            idx = raw.find(MARK_HOST + " ")
+                            if idx >= 0:
+                                self._host_request(raw[idx + len(MARK_HOST) + 1:].strip())
                     elapsed = time.monotonic() - start
                     if elapsed >= timeout:
                         timed_out = True
