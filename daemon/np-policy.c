@@ -289,8 +289,11 @@ static unsigned set_distance(const Ledger *l, const NpMask *set) {
 
 static int cmp_present(const NpPolicyProcess *p, uint64_t a, uint64_t b);
 
-/* Is a better than b? Fewer nodes, then more pages already there, then
- * more room, then nearer, then where its threads run now, then lower ids. */
+/* Is a better than b? Both hold p at TargetUtilization (grow()), and a set
+ * that holds it is as good as one with more room: fewer nodes, then more
+ * pages already there (within cmp_present()'s tolerance), then nearer, and
+ * only between sets as near, more room, then where its threads run now,
+ * then lower ids. */
 static bool better(const NpPolicyProcess *p, const Choice *a, const Choice *b) {
         unsigned wa = np_mask_weight(a->set), wb = np_mask_weight(b->set);
         if (wa != wb)
@@ -298,10 +301,10 @@ static bool better(const NpPolicyProcess *p, const Choice *a, const Choice *b) {
         int cp = cmp_present(p, a->present, b->present);
         if (cp)
                 return cp > 0;
-        if (fabs(a->room - b->room) > 1.0)
-                return a->room > b->room;
         if (a->dist != b->dist)
                 return a->dist < b->dist;
+        if (fabs(a->room - b->room) > 1.0)
+                return a->room > b->room;
         if (a->runs_there != b->runs_there)
                 return a->runs_there;
         return np_mask_first(a->set) < np_mask_first(b->set);
