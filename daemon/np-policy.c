@@ -567,6 +567,22 @@ static char *why_not_one(const Ledger *l, const NpPolicyProcess *p, const NpMask
         return g_strdup_printf("; %d alone is too small (%s)", best, why);
 }
 
+/* The distances within a set of more than one node, for a Decision:
+ * "distance 20, " or "distances 20 to 30, "; "" for one node. */
+static char *fmt_distances(const Ledger *l, const NpMask *set) {
+        unsigned lo = UINT32_MAX, hi = 0;
+        NP_MASK_FOREACH (a, set)
+                NP_MASK_FOREACH (b, set)
+                        if (a < b) {
+                                unsigned d = distance(l, (unsigned) a, (unsigned) b);
+                                lo = MIN(lo, d);
+                                hi = MAX(hi, d);
+                        }
+        if (hi == 0)
+                return g_strdup("");
+        return lo == hi ? g_strdup_printf("distance %u, ", lo) : g_strdup_printf("distances %u to %u, ", lo, hi);
+}
+
 /* `local_on` (may be NULL): nodes p runs on and already has its memory on
  * (at MemoryLocalityTarget=), which are crowded: a set within them would
  * take nodes from it without moving it anywhere better, so it is not
@@ -629,9 +645,10 @@ static NpDecision *place_or_nofit(Ledger *l, const NpPolicyProcess *p, const NpM
         commit(l, p, set);
         move_pages_to(l, p, set);
         g_autofree char *s = fmt_mask(set);
+        g_autofree char *dist = fmt_distances(l, set);
         uint64_t move = p->mem - MIN(p->mem, bytes_on_set(p, set));
         return decision(p->pid, NP_DECISION_MOVE, g_steal_pointer(&set),
-                        g_strdup_printf("%s: place on %s (%.0f MiB to move)%s", context, s, (double) move / MIB,
+                        g_strdup_printf("%s: place on %s (%s%.0f MiB to move)%s", context, s, dist, (double) move / MIB,
                                         why_more ? why_more : ""));
 }
 

@@ -204,6 +204,13 @@ static void machine_pairs(Machine *m, const unsigned *others_mb) {
         }
 }
 
+/* A move of process i to `nodes` whose Decision has `why_part`. */
+static void assert_move_why(GPtrArray *d, guint i, const char *nodes, const char *why_part) {
+        assert_move(d, i, nodes);
+        if (!strstr(dec(d, i)->why, why_part))
+                g_error("process %d: want \"%s\" in: %s", dec(d, i)->pid, why_part, dec(d, i)->why);
+}
+
 /* Needing two nodes by its CPU use (6 CPUs, 3.4 a node at 85%), its memory
  * on its main node but for a few stray MiB: a process gets that node and
  * its distance-20 neighbour, whichever far node has more free memory. */
@@ -217,9 +224,21 @@ static void test_near_neighbour_by_cpu(void) {
                 process(&m, 100, 6.0, on, mb);
                 g_autoptr(GPtrArray) d = decide(&m);
                 g_autofree char *want = g_strdup_printf("%u-%u", main_node & ~1u, main_node | 1u);
-                assert_move(d, 0, want);
+                g_autofree char *why = g_strdup_printf("place on %s (distance 20, ", want);
+                assert_move_why(d, 0, want, why);
                 machine_clear(&m);
         }
+
+        /* 9 CPUs need three nodes: 6, its neighbour and a far one, which
+         * the Decision says; one node says nothing of distance */
+        Machine m;
+        machine_pairs(&m, NULL);
+        process(&m, 100, 9.0, "6", (unsigned[]){ 3, 1, 4, 1, 5, 9, 2000, 6 });
+        process(&m, 200, 1.0, "0", (unsigned[]){ 0, 600, 0, 0, 0, 0, 0, 0 });
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_move_why(d, 0, "5-7", "place on 5-7 (distances 20 to 30, ");
+        assert_move_why(d, 1, "1", ": place on 1 (0 MiB to move)");
+        machine_clear(&m);
 }
 
 /* Needing two nodes by its memory (10 GiB), 6.5 GiB of it on its main node
@@ -237,7 +256,8 @@ static void test_near_neighbour_by_memory(void) {
                 process(&m, 100, 1.0, on, mb);
                 g_autoptr(GPtrArray) d = decide(&m);
                 g_autofree char *want = g_strdup_printf("%u-%u", main_node & ~1u, main_node | 1u);
-                assert_move(d, 0, want);
+                g_autofree char *why = g_strdup_printf("place on %s (distance 20, ", want);
+                assert_move_why(d, 0, want, why);
                 machine_clear(&m);
         }
 }
@@ -258,14 +278,14 @@ static void test_near_neighbour_when_room(void) {
         machine_pairs(&m, others);
         process(&m, 100, 1.0, "6", mb);
         g_autoptr(GPtrArray) d = decide(&m);
-        assert_move(d, 0, "6-7");
+        assert_move_why(d, 0, "6-7", "place on 6-7 (distance 20, ");
         machine_clear(&m);
 
         others[7] = 3700; /* 84 MiB short */
         machine_pairs(&m, others);
         process(&m, 100, 1.0, "6", mb);
         g_autoptr(GPtrArray) e = decide(&m);
-        assert_move(e, 0, "5-6");
+        assert_move_why(e, 0, "5-6", "place on 5-6 (distance 30, ");
         machine_clear(&m);
 }
 
