@@ -289,8 +289,11 @@ static unsigned set_distance(const Ledger *l, const NpMask *set) {
 
 static int cmp_present(const NpPolicyProcess *p, uint64_t a, uint64_t b);
 
-/* Is a better than b? Fewer nodes, then more pages already there, then
- * more room, then nearer, then where its threads run now, then lower ids. */
+/* Is a better than b? Both hold p at TargetUtilization (grow()), and a set
+ * that holds it is as good as one with more room: fewer nodes, then more
+ * pages already there (within cmp_present()'s tolerance), then nearer, and
+ * only between sets as near, more room, then where its threads run now,
+ * then lower ids. */
 static bool better(const NpPolicyProcess *p, const Choice *a, const Choice *b) {
         unsigned wa = np_mask_weight(a->set), wb = np_mask_weight(b->set);
         if (wa != wb)
@@ -298,10 +301,10 @@ static bool better(const NpPolicyProcess *p, const Choice *a, const Choice *b) {
         int cp = cmp_present(p, a->present, b->present);
         if (cp)
                 return cp > 0;
-        if (fabs(a->room - b->room) > 1.0)
-                return a->room > b->room;
         if (a->dist != b->dist)
                 return a->dist < b->dist;
+        if (fabs(a->room - b->room) > 1.0)
+                return a->room > b->room;
         if (a->runs_there != b->runs_there)
                 return a->runs_there;
         return np_mask_first(a->set) < np_mask_first(b->set);
@@ -564,6 +567,22 @@ static char *why_not_one(const Ledger *l, const NpPolicyProcess *p, const NpMask
         return g_strdup_printf("; %d alone is too small (%s)", best, why);
 }
 
+/* The distances within a set of more than one node, for a Decision:
+ * "distance 20, " or "distances 20 to 30, "; "" for one node. */
+static char *fmt_distances(const Ledger *l, const NpMask *set) {
+        unsigned lo = UINT32_MAX, hi = 0;
+        NP_MASK_FOREACH (a, set)
+                NP_MASK_FOREACH (b, set)
+                        if (a < b) {
+                                unsigned d = distance(l, (unsigned) a, (unsigned) b);
+                                lo = MIN(lo, d);
+                                hi = MAX(hi, d);
+                        }
+        if (hi == 0)
+                return g_strdup("");
+        return lo == hi ? g_strdup_printf("distance %u, ", lo) : g_strdup_printf("distances %u to %u, ", lo, hi);
+}
+
 /* `local_on` (may be NULL): nodes p runs on and already has its memory on
  * (at MemoryLocalityTarget=), which are crowded: a set within them would
  * take nodes from it without moving it anywhere better, so it is not
@@ -626,9 +645,10 @@ static NpDecision *place_or_nofit(Ledger *l, const NpPolicyProcess *p, const NpM
         commit(l, p, set);
         move_pages_to(l, p, set);
         g_autofree char *s = fmt_mask(set);
+        g_autofree char *dist = fmt_distances(l, set);
         uint64_t move = p->mem - MIN(p->mem, bytes_on_set(p, set));
         return decision(p->pid, NP_DECISION_MOVE, g_steal_pointer(&set),
-                        g_strdup_printf("%s: place on %s (%.0f MiB to move)%s", context, s, (double) move / MIB,
+                        g_strdup_printf("%s: place on %s (%s%.0f MiB to move)%s", context, s, dist, (double) move / MIB,
                                         why_more ? why_more : ""));
 }
 

@@ -30,7 +30,10 @@
  *      that holds their memory and CPU demand (nodes without memory are
  *      never a target, nodes without CPUs add memory but no CPUs), chosen
  *      by, in order: most of its pages already there (fewest bytes to
- *      move), most room left, nearest nodes (sum of distances); a process
+ *      move, within 2% of its memory), nearest nodes (sum of distances),
+ *      most room left (every set chosen from holds it at
+ *      TargetUtilization: more room decides only between sets as near),
+ *      the nodes its threads run on; a process
  *      whose demand needs every node is left spread (do no harm); when
  *      nothing fits it is left where it is (NOFIT).
  *
@@ -131,7 +134,7 @@ GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPo
  * Advice for a job not started yet (Advise(), numad -w): the smallest set
  * of nodes with room for `cpus` CPUs and `bytes` of memory at
  * TargetUtilization once every process of `procs` is counted where it is
- * now, preferring room, then nearness. When nothing has room, the set with
+ * now, preferring nearness, then room. When nothing has room, the set with
  * the most room of the size the demand needs (up to every node with
  * memory); *fits (may be NULL) says which. NULL only when no node has
  * memory. Caller frees.

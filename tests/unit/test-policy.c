@@ -189,6 +189,106 @@ static void test_near_neighbours(void) {
         machine_clear(&m);
 }
 
+/* An 8-node machine in pairs: 0-1, 2-3, 4-5 and 6-7 at distance 20, the
+ * rest at 30; 4 CPUs and 8 GiB a node (6963 MiB at 85%). Others use a few
+ * MiB to tens of MiB more on one node than on another, as on real hardware
+ * (the kernel image on node 0, page cache, daemons): others_mb, or these. */
+static const unsigned pairs_others_mb[8] = { 310, 45, 120, 60, 95, 20, 70, 33 };
+
+static void machine_pairs(Machine *m, const unsigned *others_mb) {
+        machine_init(m, 8, 4, 8 * GiB);
+        for (guint i = 0; i < 8; i++) {
+                for (guint k = 0; k < 8; k++)
+                        g_array_index(m->dist[i], NpDistance, k).distance = i == k ? 10 : i / 2 == k / 2 ? 20 : 30;
+                m->nodes[i].mem_free -= (uint64_t) (others_mb ? others_mb : pairs_others_mb)[i] * MiB;
+        }
+}
+
+/* A move of process i to `nodes` whose Decision has `why_part`. */
+static void assert_move_why(GPtrArray *d, guint i, const char *nodes, const char *why_part) {
+        assert_move(d, i, nodes);
+        if (!strstr(dec(d, i)->why, why_part))
+                g_error("process %d: want \"%s\" in: %s", dec(d, i)->pid, why_part, dec(d, i)->why);
+}
+
+/* Needing two nodes by its CPU use (6 CPUs, 3.4 a node at 85%), its memory
+ * on its main node but for a few stray MiB: a process gets that node and
+ * its distance-20 neighbour, whichever far node has more free memory. */
+static void test_near_neighbour_by_cpu(void) {
+        for (unsigned main_node = 0; main_node < 8; main_node++) {
+                Machine m;
+                machine_pairs(&m, NULL);
+                unsigned mb[8] = { 3, 1, 4, 1, 5, 9, 2, 6 };
+                mb[main_node] = 2000;
+                g_autofree char *on = g_strdup_printf("%u", main_node);
+                process(&m, 100, 6.0, on, mb);
+                g_autoptr(GPtrArray) d = decide(&m);
+                g_autofree char *want = g_strdup_printf("%u-%u", main_node & ~1u, main_node | 1u);
+                g_autofree char *why = g_strdup_printf("place on %s (distance 20, ", want);
+                assert_move_why(d, 0, want, why);
+                machine_clear(&m);
+        }
+
+        /* 9 CPUs need three nodes: 6, its neighbour and a far one, which
+         * the Decision says; one node says nothing of distance */
+        Machine m;
+        machine_pairs(&m, NULL);
+        process(&m, 100, 9.0, "6", (unsigned[]){ 3, 1, 4, 1, 5, 9, 2000, 6 });
+        process(&m, 200, 1.0, "0", (unsigned[]){ 0, 600, 0, 0, 0, 0, 0, 0 });
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_move_why(d, 0, "5-7", "place on 5-7 (distances 20 to 30, ");
+        assert_move_why(d, 1, "1", ": place on 1 (0 MiB to move)");
+        machine_clear(&m);
+}
+
+/* Needing two nodes by its memory (10 GiB), 6.5 GiB of it on its main node
+ * and the rest spread over the others: the same, for every main node. */
+static void test_near_neighbour_by_memory(void) {
+        for (unsigned main_node = 0; main_node < 8; main_node++) {
+                Machine m;
+                machine_pairs(&m, NULL);
+                unsigned mb[8] = { 480, 530, 505, 490, 520, 500, 510, 495 };
+                unsigned stray = 0;
+                for (unsigned n = 0; n < 8; n++)
+                        stray += n == main_node ? 0 : mb[n];
+                mb[main_node] = 10240 - stray; /* about 6.7 GiB */
+                g_autofree char *on = g_strdup_printf("%u", main_node);
+                process(&m, 100, 1.0, on, mb);
+                g_autoptr(GPtrArray) d = decide(&m);
+                g_autofree char *want = g_strdup_printf("%u-%u", main_node & ~1u, main_node | 1u);
+                g_autofree char *why = g_strdup_printf("place on %s (distance 20, ", want);
+                assert_move_why(d, 0, want, why);
+                machine_clear(&m);
+        }
+}
+
+/* The neighbour just has room (100 MiB left at 85% once the process is
+ * there) while far nodes have gigabytes: the neighbour. When it has not
+ * the room, a far node is right: the one with the most room. */
+static void test_near_neighbour_when_room(void) {
+        unsigned mb[8] = { 480, 530, 505, 490, 520, 500, 510, 495 };
+        unsigned stray = 0;
+        for (unsigned n = 0; n < 8; n++)
+                stray += n == 6 ? 0 : mb[n];
+        mb[6] = 10240 - stray;
+        /* 2 x 6963 MiB at 85%, less 70 MiB of others on 6 and the process's
+         * 10240: 7 may have 3516 MiB of others' */
+        unsigned others[8] = { 310, 45, 120, 60, 95, 20, 70, 3516 };
+        Machine m;
+        machine_pairs(&m, others);
+        process(&m, 100, 1.0, "6", mb);
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_move_why(d, 0, "6-7", "place on 6-7 (distance 20, ");
+        machine_clear(&m);
+
+        others[7] = 3700; /* 84 MiB short */
+        machine_pairs(&m, others);
+        process(&m, 100, 1.0, "6", mb);
+        g_autoptr(GPtrArray) e = decide(&m);
+        assert_move_why(e, 0, "5-6", "place on 5-6 (distance 30, ");
+        machine_clear(&m);
+}
+
 /* The seed's 8-node machine: a process on 0-7 whose memory is mostly on
  * 3 and 4 goes there (fewest bytes to move), even across sockets. */
 static void test_seed_machine_prefers_memory(void) {
@@ -723,6 +823,9 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/node-count-by-demand", test_node_count_by_demand);
         g_test_add_func("/policy/busy-thread-fits-one-cpu", test_busy_thread_fits_one_cpu);
         g_test_add_func("/policy/near-neighbours", test_near_neighbours);
+        g_test_add_func("/policy/near-neighbour-by-cpu", test_near_neighbour_by_cpu);
+        g_test_add_func("/policy/near-neighbour-by-memory", test_near_neighbour_by_memory);
+        g_test_add_func("/policy/near-neighbour-when-room", test_near_neighbour_when_room);
         g_test_add_func("/policy/seed-machine-prefers-memory", test_seed_machine_prefers_memory);
         g_test_add_func("/policy/two-big-processes-split", test_two_big_processes_split);
         g_test_add_func("/policy/three-processes-each-own-node", test_three_processes_each_own_node);
