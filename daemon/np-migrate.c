@@ -101,6 +101,23 @@ uint64_t np_migrate_moved_bytes(const GArray *plan, guint n_done, const NpNumaMa
         return moved;
 }
 
+uint64_t np_migrate_full_pages(const GArray *plan, const bool *full, const NpNumaMaps *after) {
+        g_return_val_if_fail(plan && full && after, 0);
+        g_autoptr(NpMask) dsts = np_mask_new();
+        g_autoptr(NpMask) counted = np_mask_new();
+        for (guint i = 0; i < plan->len; i++)
+                np_mask_set(dsts, g_array_index(plan, NpMovePair, i).dst);
+        uint64_t bytes = 0;
+        for (guint i = 0; i < plan->len; i++) {
+                unsigned src = g_array_index(plan, NpMovePair, i).src;
+                if (!full[i] || np_mask_test(dsts, src) || np_mask_test(counted, src))
+                        continue;
+                np_mask_set(counted, src);
+                bytes += np_numa_maps_node_bytes(after, src);
+        }
+        return bytes / (uint64_t) sysconf(_SC_PAGESIZE);
+}
+
 /* ---- pacing ------------------------------------------------------------- */
 
 uint64_t np_migrate_pace_usec(uint64_t done_bytes, uint64_t max_rate, uint64_t elapsed_usec) {
@@ -137,6 +154,7 @@ void np_migrate_result_clear(NpMigrateResult *r) {
                 return;
         np_numa_maps_clear(&r->before);
         np_numa_maps_clear(&r->after);
+        np_mask_free(r->full);
         memset(r, 0, sizeof(*r));
 }
 
@@ -250,6 +268,7 @@ int np_migrate_execute_from(pid_t pid, const GArray *plan, const NpNumaMaps *bef
         state_init(&st, &r->before);
         uint64_t paced_bytes = 0;
         guint n_done = 0;
+        g_autofree bool *full = g_new0(bool, plan->len);
 
         for (guint i = 0; i < plan->len; i++) {
                 const NpMovePair *p = &g_array_index(plan, NpMovePair, i);
@@ -262,6 +281,15 @@ int np_migrate_execute_from(pid_t pid, const GArray *plan, const NpNumaMaps *bef
                 long ret = np_migrate_pair(pid, p->src, p->dst);
                 r->calls++;
 
+                if (ret == -ENOMEM) {
+                        /* the destination is full: what fitted moved, the
+                         * rest stays; other pairs may have room */
+                        full[i] = true;
+                        if (!r->full)
+                                r->full = np_mask_new();
+                        np_mask_set(r->full, p->dst);
+                        ret = 0;
+                }
                 if (ret < 0) {
                         if (ret == -ESRCH || (ret == -EINVAL && process_gone(pid))) {
                                 log_debug("pid %d went away during migration (%u -> %u)", (int) pid, p->src, p->dst);
@@ -312,6 +340,14 @@ int np_migrate_execute_from(pid_t pid, const GArray *plan, const NpNumaMaps *bef
         }
 
         r->moved_bytes = np_migrate_moved_bytes(plan, n_done, &r->before, gone ? NULL : &r->after);
+        if (r->full && !gone) {
+                uint64_t left = np_migrate_full_pages(plan, full, &r->after);
+                g_autofree char *to = np_mask_format(r->full);
+                r->failed_pages += left;
+                log_notice("Migration of pid %d: %s %s had no free memory for it; %" G_GUINT64_FORMAT
+                           " pages stayed where they were",
+                           (int) pid, np_mask_weight(r->full) > 1 ? "nodes" : "node", to, left);
+        }
         r->usec = (uint64_t) (g_get_monotonic_time() - t0);
         return r->error;
 }

@@ -15,7 +15,9 @@
 typedef struct {
         uint64_t moved_bytes; /* bytes the calls moved, see np_migrate_moved_bytes() */
         uint64_t calls; /* migrate_pages() calls made */
-        uint64_t failed_pages; /* sum of positive migrate_pages() returns (pages not moved) */
+        uint64_t failed_pages; /* pages not moved: positive migrate_pages() returns, and what stayed on the
+                                * source of a pair whose destination was full (ENOMEM) */
+        NpMask *full; /* destinations that were full (a pair failed with ENOMEM); NULL when none */
         uint64_t usec; /* wall time of the whole execution, including pacing */
         uint64_t paced_usec; /* part of usec spent sleeping for MaxRate */
         int error; /* 0, or the first hard error (-EPERM, -EINVAL, ...); -ESRCH when the process went away */
@@ -48,6 +50,12 @@ void np_migrate_result_clear(NpMigrateResult *r);
  * the rest of the plan is skipped and -ECANCELED is returned. So a cancel
  * waits for at most one migrate_pages() call. The executor runs on the
  * mover's worker thread (np-mover.h), never on the daemon's main loop.
+ *
+ * A pair whose destination is full (ENOMEM: the kernel stops at the first
+ * page it cannot allocate there, after moving what fitted) is no error: its
+ * destination goes in r->full, the rest of the plan still runs (other
+ * destinations may have room), and what stayed on its source is added to
+ * failed_pages (np_migrate_full_pages()), logged once at notice level.
  *
  * Returns 0 when the plan ran to the end (pages that could not be moved are
  * counted in failed_pages, not an error); -ESRCH when the process exited
@@ -95,6 +103,14 @@ int np_migrate_execute_from(pid_t pid, const GArray *plan, const NpNumaMaps *bef
  * (process gone) gives the estimate that every pair moved all its source held.
  */
 uint64_t np_migrate_moved_bytes(const GArray *plan, guint n_done, const NpNumaMaps *before, const NpNumaMaps *after);
+
+/*
+ * Pages left by the pairs whose destination was full (pure): for each pair i
+ * with full[i], what `after` shows on its source, in base pages, unless the
+ * source is the destination of another pair of the plan (then it is a
+ * target node and its pages are not left outside). A source counts once.
+ */
+uint64_t np_migrate_full_pages(const GArray *plan, const bool *full, const NpNumaMaps *after);
 
 /*
  * The pacing computation (pure): microseconds to sleep so that done_bytes <=

@@ -402,6 +402,43 @@ static void test_moved_bytes_chain(void) {
         np_numa_maps_clear(&after);
 }
 
+/* Pairs whose destination was full (ENOMEM): what stayed on their sources
+ * is counted as failed, once per source, and never a target node's pages. */
+static void test_full_pages(void) {
+        const uint64_t pg = (uint64_t) sysconf(_SC_PAGESIZE);
+        /* {0,1,2} -> {3}: 0->3 moved all, 1->3 hit a full node 3 after part
+         * of node 1, 2->3 too (nothing of node 2 fitted) */
+        static const unsigned pairs[][2] = { { 0, 3 }, { 1, 3 }, { 2, 3 } };
+        const uint64_t after_b[4] = { 0, 30 * pg, 100 * pg, 170 * pg };
+        g_autoptr(GArray) plan = plan_from(pairs, G_N_ELEMENTS(pairs));
+        NpNumaMaps after;
+        maps_fill(&after, after_b, 4);
+        bool none[3] = { false, false, false }, two[3] = { false, true, true }, last[3] = { false, false, true };
+        g_assert_cmpuint(np_migrate_full_pages(plan, none, &after), ==, 0);
+        g_assert_cmpuint(np_migrate_full_pages(plan, two, &after), ==, 130);
+        g_assert_cmpuint(np_migrate_full_pages(plan, last, &after), ==, 100);
+        np_numa_maps_clear(&after);
+
+        /* a chain {2,3,4} -> {3,4,5}: 4->5 full; 4 is a destination (of
+         * 3->4), a target node: its pages are not left outside */
+        static const unsigned chain[][2] = { { 4, 5 }, { 3, 4 }, { 2, 3 } };
+        const uint64_t after_c[6] = { 0, 0, 0, 100 * pg, 150 * pg, 50 * pg };
+        g_autoptr(GArray) plan2 = plan_from(chain, G_N_ELEMENTS(chain));
+        maps_fill(&after, after_c, 6);
+        bool first[3] = { true, false, false };
+        g_assert_cmpuint(np_migrate_full_pages(plan2, first, &after), ==, 0);
+        np_numa_maps_clear(&after);
+
+        /* without the rule, 0-7 -> {3,4}: sources repeat; 5 counts once */
+        static const unsigned twice[][2] = { { 5, 3 }, { 5, 4 } };
+        const uint64_t after_t[6] = { 0, 0, 0, 0, 0, 7 * pg };
+        g_autoptr(GArray) plan3 = plan_from(twice, G_N_ELEMENTS(twice));
+        maps_fill(&after, after_t, 6);
+        bool both[2] = { true, true };
+        g_assert_cmpuint(np_migrate_full_pages(plan3, both, &after), ==, 7);
+        np_numa_maps_clear(&after);
+}
+
 static void test_moved_bytes_rule_off(void) {
         /* without the rule, 0-7 -> {3,4}: 4 -> 3 moves 4's own pages and
          * those of 7 and 5; 3 -> 4 moves 3's, 6's, and again 4's, 7's, 5's */
@@ -504,6 +541,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/migrate/moved-bytes/grown-source", test_moved_bytes_grown_source);
         g_test_add_func("/migrate/moved-bytes/chain", test_moved_bytes_chain);
         g_test_add_func("/migrate/moved-bytes/rule-off", test_moved_bytes_rule_off);
+        g_test_add_func("/migrate/full-pages", test_full_pages);
         g_test_add_func("/migrate/moved-bytes/sparse", test_moved_bytes_sparse);
         g_test_add_func("/migrate/pace/math", test_pace_math);
         g_test_add_func("/migrate/pace/replay", test_pace_replay);
