@@ -473,6 +473,12 @@ static double locality_placed(const NpPolicyProcess *p) {
         return counted ? (double) MIN(p->mem, bytes_on_set(p, p->current)) / (double) counted : 1.0;
 }
 
+/* A placed process has less of its memory on its nodes than
+ * MemoryLocalityTarget= (beyond what its last move left on purpose). */
+static bool rest_wanted(const Ledger *l, const NpPolicyProcess *p) {
+        return locality_placed(p) * 100.0 < (double) l->params->memory_locality_target;
+}
+
 /* The nodes with memory and CPUs: a set holding all of them confines
  * nothing. */
 static bool covers_every_cpu_node(const Ledger *l, const NpMask *set) {
@@ -500,6 +506,11 @@ static bool needs_every_node(const Ledger *l, const NpPolicyProcess *p) {
                         n++;
                 }
         return n > 1 && cpu_demand(p) > all - biggest;
+}
+
+uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves) {
+        unsigned k = MIN(failed_moves, NP_POLICY_MAX_BACKOFF);
+        return min_usec > UINT64_MAX >> k ? UINT64_MAX : min_usec << k;
 }
 
 /* Pass 1: what stays whatever the load. NULL when p is a candidate. */
@@ -531,7 +542,15 @@ static char *held(const Ledger *l, const NpPolicyProcess *p) {
                 return g_strdup_printf("its CPU use is not measured over two scans yet (%.1f CPUs so far): "
                                        "decided once it is",
                                        p->cpu);
-        if (p->since_move_usec < l->params->min_usec_between_moves)
+        uint64_t wait = np_policy_move_wait_usec(l->params->min_usec_between_moves, p->failed_moves);
+        if (p->since_move_usec < wait && p->failed_moves)
+                return g_strdup_printf("its last move could not move %.1f MiB (no free memory there): moved %.0f s "
+                                       "ago, waits %.0f s (MinSecondsBetweenMoves=%.0f, doubled for each of its "
+                                       "last %u moves that failed on pages)",
+                                       (double) p->failed / (1 << 20), (double) p->since_move_usec / 1e6,
+                                       (double) wait / 1e6, (double) l->params->min_usec_between_moves / 1e6,
+                                       p->failed_moves);
+        if (p->since_move_usec < wait)
                 return g_strdup_printf("moved %.0f s ago (MinSecondsBetweenMoves=%.0f)",
                                        (double) p->since_move_usec / 1e6,
                                        (double) l->params->min_usec_between_moves / 1e6);
@@ -691,8 +710,7 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                 g_autofree char *cur = fmt_mask(p->current);
                 if (fits(&l, p->current, (double) p->mem, cpu_demand(p), -NP_POLICY_HYSTERESIS)) {
                         double there = locality_placed(p);
-                        bool rest =
-                                there * 100.0 < (double) params->memory_locality_target && movable(&l, p, p->current);
+                        bool rest = rest_wanted(&l, p) && movable(&l, p, p->current);
                         commit(&l, p, p->current);
                         if (rest) {
                                 /* pages left behind (a move that ran out of
@@ -704,12 +722,15 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                                                                   cur, there * 100.0));
                                 continue;
                         }
-                        out[i] = decision(p->pid, NP_DECISION_KEEP, NULL,
-                                          stuck_now(p) ? g_strdup_printf("placed on %s, which has room (its last move "
-                                                                         "left %.1f MiB elsewhere that it could not "
-                                                                         "move)",
-                                                                         cur, (double) stuck_now(p) / (1 << 20))
-                                                       : g_strdup_printf("placed on %s, which has room", cur));
+                        char *why = stuck_now(p) ? g_strdup_printf("placed on %s, which has room (its last move "
+                                                                   "left %.1f MiB elsewhere that it could not move)",
+                                                                   cur, (double) stuck_now(p) / (1 << 20))
+                                : p->failed && rest_wanted(&l, p)
+                                ? g_strdup_printf("placed on %s; its last move could not move %.1f MiB (no free "
+                                                  "memory there): the rest follows when %s has room for it",
+                                                  cur, (double) p->failed / (1 << 20), cur)
+                                : g_strdup_printf("placed on %s, which has room", cur);
+                        out[i] = decision(p->pid, NP_DECISION_KEEP, NULL, why);
                         continue;
                 }
                 g_autofree char *why = shortage(&l, p->current, (double) p->mem, cpu_demand(p), -NP_POLICY_HYSTERESIS);

@@ -82,6 +82,9 @@ typedef struct {
                          * were (pages other processes map too, with MoveSharedPages=no):
                          * not counted against its locality there */
         uint64_t since_move_usec; /* time since its last move; UINT64_MAX = never moved */
+        uint64_t failed; /* bytes its last move could not move (its target was full), 0 = none */
+        unsigned failed_moves; /* its last moves in a row that failed on pages: the next one
+                                * waits np_policy_move_wait_usec() */
         NpPolicyHold hold;
         unsigned group; /* 0, or the same number for processes placed as one (the
                          * processes of one systemd unit): see np_policy_decide() */
@@ -110,6 +113,12 @@ typedef struct {
 } NpDecision;
 
 void np_decision_free(NpDecision *d);
+
+/* How long after its last move a process may move again: min_usec (MinSecondsBetweenMoves=),
+ * doubled for each of its last moves in a row that failed on pages (its
+ * target had no room), at most NP_POLICY_MAX_BACKOFF doublings. */
+#define NP_POLICY_MAX_BACKOFF 4
+uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves);
 
 /* The margin of the ledger's hysteresis, as a share of a node's capacity. */
 #define NP_POLICY_HYSTERESIS 0.10

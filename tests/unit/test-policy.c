@@ -673,6 +673,65 @@ static void test_placed_stuck_pages(void) {
         }
 }
 
+/* A move that failed on pages (its target was full) is not tried again at
+ * once: each such move in a row doubles the wait, up to 16 times, and the
+ * Decision says why it waits. */
+static void test_failed_move_backs_off(void) {
+        g_assert_cmpuint(np_policy_move_wait_usec(30, 0), ==, 30);
+        g_assert_cmpuint(np_policy_move_wait_usec(30, 1), ==, 60);
+        g_assert_cmpuint(np_policy_move_wait_usec(30, 3), ==, 240);
+        g_assert_cmpuint(np_policy_move_wait_usec(30, 4), ==, 480);
+        g_assert_cmpuint(np_policy_move_wait_usec(30, 40), ==, 480);
+        g_assert_cmpuint(np_policy_move_wait_usec(UINT64_MAX / 2, 4), ==, UINT64_MAX);
+
+        static const struct {
+                unsigned failed_moves;
+                unsigned since_s;
+                bool waits;
+        } cases[] = {
+                { 0, 31, false }, /* MinSecondsBetweenMoves=30 */
+                { 1, 31, true }, /* 60 s after one failed move */
+                { 1, 61, false }, { 2, 119, true }, { 4, 479, true }, { 9, 481, false }, /* at most 16 x 30 s */
+        };
+        for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+                Machine m;
+                machine_init(&m, 4, 2, 1 * GiB);
+                /* placed on 1, 200 MiB left on 0 by a move that found 1 full */
+                NpPolicyProcess *p = process(&m, 100, 1.0, "1", (unsigned[]){ 200, 400, 0, 0 });
+                p->hold = NP_HOLD_PLACED;
+                p->current = mask(&m, "1");
+                p->since_move_usec = (uint64_t) cases[c].since_s * G_USEC_PER_SEC;
+                p->failed = 200 * MiB;
+                p->failed_moves = cases[c].failed_moves;
+                g_autoptr(GPtrArray) d = decide(&m);
+                if (cases[c].waits) {
+                        assert_keep(d, 0, "its last move could not move 200.0 MiB (no free memory there)");
+                        g_autofree char *wait = g_strdup_printf("waits %u s", 30u << cases[c].failed_moves);
+                        g_assert_nonnull(strstr(dec(d, 0)->why, wait));
+                } else {
+                        g_assert_null(strstr(dec(d, 0)->why, "waits"));
+                }
+                machine_clear(&m);
+        }
+
+        /* after the wait, with no page free on 1 right now: it stays, and
+         * says that the rest follows */
+        Machine m;
+        machine_init(&m, 4, 2, 1 * GiB);
+        NpPolicyProcess *p = process(&m, 100, 1.0, "1", (unsigned[]){ 200, 400, 0, 0 });
+        p->hold = NP_HOLD_PLACED;
+        p->current = mask(&m, "1");
+        p->since_move_usec = 61 * G_USEC_PER_SEC;
+        p->failed = 200 * MiB;
+        p->failed_moves = 1;
+        m.nodes[1].mem_free_now = 8 * MiB;
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_keep(d, 0,
+                    "placed on 1; its last move could not move 200.0 MiB (no free memory there): the rest follows "
+                    "when 1 has room for it");
+        machine_clear(&m);
+}
+
 /* Apply the decisions as the daemon would, one scan later. */
 static void apply(Machine *m, GPtrArray *d, guint *moves) {
         for (guint i = 0; i < m->n_procs; i++) {
@@ -838,6 +897,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/min-interval-and-holds", test_min_interval_and_holds);
         g_test_add_func("/policy/placed-stays-then-grows", test_placed_stays_then_grows);
         g_test_add_func("/policy/placed-stuck-pages", test_placed_stuck_pages);
+        g_test_add_func("/policy/failed-move-backs-off", test_failed_move_backs_off);
         g_test_add_func("/policy/no-ping-pong-with-noise", test_no_ping_pong_with_noise);
         g_test_add_func("/policy/no-move-back", test_no_move_back);
         g_test_add_func("/policy/moves-need-free-memory-now", test_moves_need_free_memory_now);
