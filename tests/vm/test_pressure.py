@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Moves that the machine cuts short (issue 25), in a 4-node VM (4 x 512 MB,
+one CPU per node, cgroup v1), MaxRate=16M so a move takes seconds.
+
+  node-full   a busy 300 MB process, allocated interleaved, is placed by the
+              policy; while its move runs, another process fills the target
+              node. The move ends with the pages it could not move counted
+              (MigrationFailedPages is what numa_maps shows left outside the
+              target: all of its private pages there, and at most the pages
+              it shares with other processes), the Decision says so, and
+              over the next 90 s the daemon does not try again and again:
+              at most one more move of it, and its bus answers throughout.
+  oom         a 300 MB process in a memory cgroup (the v1 memory hierarchy
+              beside the cpuset one) is placed by Place(); during the move a
+              second process in the same cgroup allocates past the limit and
+              the OOM killer ends the first. The move ends, the process's
+              record and the daemon's cpuset are gone, the counters add up,
+              and no error-level line is logged.
+
+Run one: python3 tests/vm/test_pressure.py node-full
+"""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import npvm  # noqa: E402
+
+TOPO = npvm.Topology(4, mem_mb=512, cpus=1)
+
+CONF = """[Daemon]
+Mode=enforce
+[Placement]
+MinProcessCPU=0.2
+MinProcessMemory=100M
+[Migration]
+MaxRate=16M
+"""
+
+COMMON = r"""
+M="org.numaplaced1 /org/numaplaced1 org.numaplaced1.Manager"
+P=org.numaplaced1.Process
+mprop() { busctl get-property $M "$1" 2>/dev/null | cut -d' ' -f2-; }
+pprop() { busctl get-property org.numaplaced1 /org/numaplaced1/process/$1 $P "$2" 2>/dev/null | cut -d' ' -f2- | tr -d '"'; }
+logged() { grep -q "$1" /tmp/numaplaced.log; }
+count() { grep -c "$1" /tmp/numaplaced.log; }
+np_start_dbus || exit 1
+np_start_numaplaced /etc/np.conf || exit 1
+m0=$(np_vmstat pgmigrate_success)
+"""
+
+NODE_FULL = r"""
+w=$(np_start_workload /tmp/w --mb 300 --interleave 0-3 --reset-policy --no-thp --sweep --duty 30 --no-pin) || exit 1
+np_result pid.w $w
+np_wait_for 120 logged "Placing $w " || { np_result placing.timeout 1; exit 0; }
+t=$(grep "Placing $w " /tmp/numaplaced.log | head -n 1 | sed -n 's/.*: place on \([0-9]*\) .*/\1/p')
+np_result target $t
+np_result free.before $(awk '/MemFree/ { print $4 }' /sys/devices/system/node/node$t/meminfo)
+# fill the target while the paced move runs: as much as is free there now,
+# preferred there (what does not fit goes elsewhere, no OOM), touched at
+# full speed, faster than the move
+fill=$(( $(awk '/MemFree/ { print $4 }' /sys/devices/system/node/node$t/meminfo) / 1024 ))
+f=$(np_start_workload /tmp/f --mb $fill --preferred $t --no-thp) || np_result filler.failed 1
+np_result f.kb $(np_numa_kb $f)
+np_result pid.f $f
+np_result fill.mb $fill
+np_wait_for 120 logged "Placed $w " || np_result placed.timeout 1
+np_result failed.pages $(mprop MigrationFailedPages)
+np_result w.kb $(np_numa_kb $w)
+np_result w.anon.kb $(np_numa_kb $w '^[0-9a-f]+ [^ ]+ (heap |stack )?anon=')
+# the Decision of the next scan (until then it says "moving to")
+i=0
+while pprop $w Decision | grep -q '^moving to' && [ $i -lt 30 ]; do sleep 1; i=$((i + 1)); done
+np_result w.decision.after "$(pprop $w Decision)"
+np_result w.state.after "$(pprop $w State) $(pprop $w TargetNodes)"
+# the next 90 s: the daemon answers, and does not keep trying
+placing0=$(count "Placing $w ")
+calls0=$(mprop MigrationCalls)
+answered=0
+i=0
+while [ $i -lt 18 ]; do
+	sleep 5
+	busctl get-property $M Scans > /dev/null 2>&1 && answered=$((answered + 1))
+	i=$((i + 1))
+done
+np_result answered $answered
+np_result placing.more $(( $(count "Placing $w ") - placing0 ))
+np_result calls.more $(( $(mprop MigrationCalls) - calls0 ))
+np_result w.decision.end "$(pprop $w Decision)"
+np_result w.state.end "$(pprop $w State) $(pprop $w TargetNodes)"
+np_result pgmigrate $(( $(np_vmstat pgmigrate_success) - m0 ))
+np_result migrated $(mprop MigratedBytes)
+np_stop_numaplaced
+kill $w $f 2>/dev/null
+true
+"""
+
+
+def check_node_full(t, res):
+    t.check(res.get("placing.timeout") is None, "the policy decided to place the process")
+    t.check(res.get("filler.failed") is None, "the filler got its memory")
+    t.check(res.get("placed.timeout") is None, "the move ended")
+    tgt = res.int("target")
+    failed = res.int("failed.pages") or 0
+    kb, anon = res.node_kb("w.kb"), res.node_kb("w.anon.kb")
+    outside = sum(v for n, v in kb.items() if n != tgt) // 4
+    private = sum(v for n, v in anon.items() if n != tgt) // 4
+    t.check(failed > 0, f"the kernel could not move some pages ({failed} failed)")
+    # what numa_maps shows left outside the target: all of its private
+    # pages there, and at most the pages it shares with other processes
+    # (libraries: MoveSharedPages=no leaves them, they are not failures)
+    t.check(private <= failed <= outside,
+            f"MigrationFailedPages {failed} is what numa_maps shows left outside {tgt}: its private pages "
+            f"there ({private}) and at most the pages it shares ({outside - private} more)")
+    dec = res.get("w.decision.after") or ""
+    t.check("its last move could not move" in dec and "(no free memory there)" in dec,
+            f"the Decision says the move could not move everything ({dec!r})")
+    print(f"  ..   after the move: {res.get('w.state.after')}: {dec!r}")
+    print(f"  ..   90 s later: {res.get('w.state.end')}: {res.get('w.decision.end')!r}")
+    t.eq(res.get("answered"), "18", "the bus answered throughout")
+    more = res.int("placing.more")
+    t.check(more is not None and more <= 1, f"no retry storm: {more} more placements in 90 s")
+    t.eq(res.get("numaplaced.stop"), "exited", "the daemon stopped on SIGTERM")
+    errors = [line for line in res.all("numaplaced.log") if "[err" in line or "[crit" in line]
+    t.eq(errors, [], "no error-level log line")
+
+
+OOM = r"""
+MC=/sys/fs/cgroup/memory
+mkdir -p $MC && mount -t cgroup -o memory memory $MC && mkdir $MC/oomtest || np_result memcg.failed 1
+echo 380M > $MC/oomtest/memory.limit_in_bytes
+# a slower move, so that the kill comes in its middle
+printf '[Migration]\nMaxRate=4M\n' >> /etc/np.conf
+busctl call $M Reload
+# a process inside the memory cgroup from its start (its pages are charged there)
+in_memcg() { _rf=$1; shift; rm -f $_rf; sh -c "echo \$\$ > $MC/oomtest/cgroup.procs; exec np-workload --ready-file $_rf $*" > $_rf.out 2>&1 & echo $!; }
+w=$(in_memcg /tmp/w --mb 300 --interleave 0-3 --reset-policy --no-thp)
+np_wait_file /tmp/w 120 || np_result w.ready.timeout 1
+np_result pid.w $w
+np_result w.memcg "$(grep memory /proc/$w/cgroup)"
+np_result usage.before $(cat $MC/oomtest/memory.usage_in_bytes)
+busctl --timeout=300 call $M Place uau $w 1 3 > /tmp/place.out 2>&1 &
+PL=$!
+moving() { busctl call $M Dump 2>/dev/null | grep -q "Moves: pid $w moving"; }
+i=0
+while ! moving && [ $i -lt 60 ]; do sleep 1; i=$((i + 1)); done
+np_result during "$(busctl call $M Dump | grep -o 'Moves: pid [0-9]* moving for [0-9.]* s, [0-9]* queued')"
+# a second process in the same cgroup allocates past the limit: the OOM
+# killer ends the biggest, the one being moved
+a=$(in_memcg /tmp/a --mb 120 --no-thp --sleep)
+np_wait_for 60 sh -c "! kill -0 $w 2>/dev/null" || np_result w.alive 1
+np_result oom.kill "$(dmesg | grep -c "Killed process $w ")"
+wait $PL
+np_result place.rc $?
+np_result place.out "$(cat /tmp/place.out)"
+np_wait_for 30 sh -c "[ \$(busctl get-property $M ManagedProcesses | cut -d' ' -f2) = 0 ]" || np_result managed.timeout 1
+np_result managed "$(mprop ManagedProcesses)"
+np_result cpusets "$(ls -d /sys/fs/cgroup/cpuset/numaplaced/*/ 2>/dev/null | wc -l)"
+np_result migrated $(mprop MigratedBytes)
+np_result failed.pages $(mprop MigrationFailedPages)
+np_result pgmigrate $(( $(np_vmstat pgmigrate_success) - m0 ))
+np_result daemon.alive $(kill -0 $NP_DAEMON_PID && echo yes)
+np_stop_numaplaced
+kill $a 2>/dev/null
+true
+"""
+
+
+def check_oom(t, res):
+    t.check(res.get("memcg.failed") is None, "the memory hierarchy is mounted")
+    t.check(res.get("w.ready.timeout") is None, "the process got its memory in the cgroup")
+    t.check("oomtest" in (res.get("w.memcg") or ""), f"it is in the memory cgroup ({res.get('w.memcg')!r})")
+    t.check((res.get("during") or "").startswith("Moves: pid"), f"it was moving ({res.get('during')!r})")
+    t.check(res.get("w.alive") is None, "the process was killed")
+    t.eq(res.get("oom.kill"), "1", "by the OOM killer")
+    out = res.get("place.out") or ""
+    t.check(res.get("place.rc") != "0" and "exited during placement" in out, f"Place() says it exited ({out!r})")
+    t.check(res.get("managed.timeout") is None, "nothing is held afterwards")
+    t.eq(res.get("cpusets"), "0", "the daemon's cpuset is gone")
+    migrated, pg = res.int("migrated"), res.int("pgmigrate")
+    # a process gone before the after-read: each pair that ran counts what
+    # its source held (np_migrate_moved_bytes()), so the pages it shares
+    # with others (libraries, which MoveSharedPages=no leaves) count too
+    t.check(migrated is not None and pg is not None and pg * 4096 <= migrated <= pg * 4096 + (4 << 20),
+            f"MigratedBytes {migrated} is what the kernel moved ({pg} pages), plus at most 4 MiB of shared pages")
+    t.check(any(re.search(rf"Process {res.get('pid.w')} \(np-workload\) ended during its move to 3", line)
+                for line in res.all("numaplaced.log")), "the log says it ended during its move")
+    print(f"  ..   MigratedBytes {migrated}, pgmigrate_success {pg} pages ({pg * 4096} bytes), "
+          f"MigrationFailedPages {res.get('failed.pages')}")
+    t.eq(res.get("daemon.alive"), "yes", "the daemon runs throughout")
+    t.eq(res.get("numaplaced.stop"), "exited", "the daemon stopped on SIGTERM")
+    errors = [line for line in res.all("numaplaced.log") if "[err" in line or "[crit" in line]
+    t.eq(errors, [], "no error-level log line")
+
+
+SCENARIOS = {
+    "node-full": ("v1", NODE_FULL, check_node_full, 600),
+    "oom": ("v1", OOM, check_oom, 600),
+}
+
+
+def main(name):
+    cgroup, script, check, timeout = SCENARIOS[name]
+    vm = npvm.VM(f"pressure-{name}", TOPO, cgroup=cgroup)
+    vm.add_workload()
+    vm.add_dbus()
+    vm.add_daemon()
+    vm.add_file("etc/np.conf", CONF)
+    res = vm.run(COMMON + script, timeout=timeout)
+    t = npvm.Checker(res)
+    if not t.require_completed():
+        return t.finish()
+    check(t, res)
+    for line in res.all("numaplaced.log"):
+        if re.search(r"Placed |Placing |Not placing|Process [0-9]+ |OOM|killed", line):
+            print(f"  ..   {line}")
+    return t.finish()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in SCENARIOS:
+        sys.exit("usage: test_pressure.py " + "|".join(SCENARIOS))
+    npvm.run_test(f"pressure-{sys.argv[1]}", lambda: main(sys.argv[1]))
