@@ -12,7 +12,8 @@ MB, one CPU per node).
                    both still holds what was written (np-workload
                    --verify); Node 2 shows no CPUs. CPU 2 comes back: the
                    Node shows it again and `b` is confined to it again.
-                   Stopping the daemon puts both back where they started.
+                   CPU 2 offline once more, the daemon is killed (SIGKILL)
+                   and started again: it puts `b` back from its state file.
   memory           memory hot-added to node 3 through QEMU's monitor
                    (pc-dimm, onlined by the kernel): MemoryTotalBytes of
                    node 3 grows within two scans and the policy places a
@@ -98,6 +99,22 @@ cpus_of a.cpus.on $a
 np_result b.decision.on "$(pprop $b Decision)"
 np_result a.state.on "$(pprop $a State) $(pprop $a TargetNodes)"
 np_result daemon.alive $(kill -0 $NP_DAEMON_PID && echo yes)
+
+# a crash while the machine is changed: CPU 2 offline again (b confined to
+# the others), SIGKILL, a new daemon: it puts b back from the state file
+echo 0 > /sys/devices/system/cpu/cpu2/online
+np_wait_for 60 sh -c "[ \$(grep -c 'Process $b (np-workload): its nodes 2 have no online CPU:' /tmp/numaplaced.log) -ge 2 ]" || np_result b.off2.timeout 1
+cgroup_of b.cgroup.off2 $b
+kill -9 $NP_DAEMON_PID
+wait $NP_DAEMON_PID 2>/dev/null
+while IFS= read -r _l; do echo "NPVM-R numaplaced.log $_l"; done < /tmp/numaplaced.log
+mv /tmp/numaplaced.log /tmp/numaplaced.1.log
+np_start_numaplaced /etc/np.conf || exit 1
+cgroup_of b.cgroup.restart $b
+cpus_of b.cpus.restart $b
+np_result restart.released "$(grep -c "Released pid $b " /tmp/numaplaced.log)"
+np_result restart.tasks "$(cat $(find /sys/fs/cgroup/cpuset/numaplaced /sys/fs/cgroup/numaplaced -name tasks -o -name cgroup.procs 2>/dev/null) 2>/dev/null | wc -l)"
+echo 1 > /sys/devices/system/cpu/cpu2/online
 np_stop_numaplaced
 cpus_of a.cpus.stop $a
 cpus_of b.cpus.stop $b
@@ -160,8 +177,18 @@ def check_cpu(t, res):
     t.check(st[:1] != ["foreign"], f"a is not taken for narrowed by someone else ({st})")
     t.eq(res.get("daemon.alive"), "yes", "the daemon runs throughout")
     t.eq(res.get("numaplaced.stop"), "exited", "the daemon stopped on SIGTERM")
-    for w in ("a", "b"):
-        t.eq(res.get(f"{w}.cpus.stop"), "0-3", f"{w}: every CPU again after the stop")
+    # the crash and restart while CPU 2 is offline
+    t.check(res.get("b.off2.timeout") is None, "b confined to the online CPUs again")
+    t.check((res.get("b.cgroup.off2") or "").startswith("/numaplaced/"), f"b held ({res.get('b.cgroup.off2')!r})")
+    t.eq(res.get("restart.released"), "1", "the restarted daemon put b back from the state file")
+    t.eq(res.get("b.cgroup.restart"), res.get("b.cgroup.start"), "b in its own cgroup again after the restart")
+    t.eq(res.get("b.cpus.restart"), "0-1,3", "b on the online CPUs after the restart")
+    t.eq(res.get("restart.tasks"), "0", "no task left in the daemon's cgroups after the restart")
+    # a was released or stopped with the daemon: its CPUs are whole again
+    # only if it was not released while CPU 2 was offline at the crash
+    t.eq(res.get("a.cpus.stop") in ("0-3", "0-1,3"), True, f"a on online CPUs at the end ({res.get('a.cpus.stop')})")
+    for w in ("b",):
+        t.eq(res.get(f"{w}.cpus.stop"), "0-1,3", f"{w}: as the restart left it (CPU 2 was offline then)")
         t.eq(res.get(f"{w}.cgroup.stop"), res.get(f"{w}.cgroup.start"), f"{w}: its own cgroup again after the stop")
     t.check(any("has its original CPUs 0-3 back" in line for line in res.all("numaplaced.log")),
             "the log says a got its CPUs back")
