@@ -18,6 +18,11 @@ one CPU per node, cgroup v1), MaxRate=16M so a move takes seconds.
               record and the daemon's cpuset are gone, the counters add up,
               and no error-level line is logged.
 
+node-full runs on cgroup v1 and v2 (node-full-v2). oom needs the v1 memory
+hierarchy: on cgroup v2 a process the cpuset backend confines leaves its
+memory cgroup for the daemon's, so a limit on its own cgroup no longer
+applies to it.
+
 Run one: python3 tests/vm/test_pressure.py node-full
 """
 import os
@@ -41,6 +46,7 @@ MaxRate=16M
 COMMON = r"""
 M="org.numaplaced1 /org/numaplaced1 org.numaplaced1.Manager"
 P=org.numaplaced1.Process
+np_result cgroup $NPVM_CGROUP
 mprop() { busctl get-property $M "$1" 2>/dev/null | cut -d' ' -f2-; }
 pprop() { busctl get-property org.numaplaced1 /org/numaplaced1/process/$1 $P "$2" 2>/dev/null | cut -d' ' -f2- | tr -d '"'; }
 logged() { grep -q "$1" /tmp/numaplaced.log; }
@@ -110,7 +116,11 @@ def check_node_full(t, res):
     # what numa_maps shows left outside the target: all of its private
     # pages there, and at most the pages it shares with other processes
     # (libraries: MoveSharedPages=no leaves them, they are not failures)
-    t.check(private <= failed <= outside,
+    # (on cgroup v2 the kernel tries the rest once more when the daemon
+    # narrows cpuset.mems after the move: a few pages may leave after the
+    # mover's read)
+    slack = 16 if res.get("cgroup") == "v2" else 0
+    t.check(private - slack <= failed <= outside + slack,
             f"MigrationFailedPages {failed} is what numa_maps shows left outside {tgt}: its private pages "
             f"there ({private}) and at most the pages it shares ({outside - private} more)")
     dec = res.get("w.decision.after") or ""
@@ -196,6 +206,7 @@ def check_oom(t, res):
 
 SCENARIOS = {
     "node-full": ("v1", NODE_FULL, check_node_full, 600),
+    "node-full-v2": ("v2", NODE_FULL, check_node_full, 600),
     "oom": ("v1", OOM, check_oom, 600),
 }
 
