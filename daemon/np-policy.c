@@ -545,11 +545,11 @@ static char *held(const Ledger *l, const NpPolicyProcess *p) {
         uint64_t wait = np_policy_move_wait_usec(l->params->min_usec_between_moves, p->failed_moves);
         if (p->since_move_usec < wait && p->failed_moves)
                 return g_strdup_printf("its last move could not move %.1f MiB (no free memory there): moved %.0f s "
-                                       "ago, waits %.0f s (MinSecondsBetweenMoves=%.0f, doubled for each of its "
-                                       "last %u moves that failed on pages)",
+                                       "ago, waits %.0f s (MinSecondsBetweenMoves=%.0f, doubled %u time%s: one for "
+                                       "each move in a row that failed on pages)",
                                        (double) p->failed / (1 << 20), (double) p->since_move_usec / 1e6,
                                        (double) wait / 1e6, (double) l->params->min_usec_between_moves / 1e6,
-                                       p->failed_moves);
+                                       MIN(p->failed_moves, NP_POLICY_MAX_BACKOFF), p->failed_moves > 1 ? "s" : "");
         if (p->since_move_usec < wait)
                 return g_strdup_printf("moved %.0f s ago (MinSecondsBetweenMoves=%.0f)",
                                        (double) p->since_move_usec / 1e6,

@@ -81,12 +81,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpTopology, np_topology_free)
  */
 bool np_topology_outdated(const NpTopology *t);
 
-/* Does some node's MemTotal in `totals` (node id -> bytes, n entries)
- * differ from t's? A node t does not have is ignored. */
+/* A node's MemTotal as sampled. */
 typedef struct {
         unsigned id;
         uint64_t bytes;
 } NpNodeTotal;
+
+/* Does some node's MemTotal in `totals` (n entries) differ from t's? A node
+ * t does not have is ignored. */
 bool np_topology_memory_differs(const NpTopology *t, const NpNodeTotal *totals, size_t n);
 
 /* What differs between two loads of the topology. */
