@@ -98,10 +98,18 @@ int np_parse_proc_stat(const char *buf, GArray *per_cpu) {
                 if (n < 4) /* user nice system idle are always there */
                         goto bad;
                 /* user nice system idle iowait irq softirq steal guest guest_nice;
-                 * guest time is already part of user time. */
-                NpCpuTicks tk;
-                tk.busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
-                tk.total = tk.busy + v[3] + v[4];
+                 * guest time is already part of user time. Counters whose sum
+                 * does not fit 64 bits are not ticks: a wrapped sum would make
+                 * busy larger than total. */
+                NpCpuTicks tk = { 0 };
+                static const unsigned busy_fields[] = { 0, 1, 2, 5, 6, 7 }, idle_fields[] = { 3, 4 };
+                for (unsigned i = 0; i < G_N_ELEMENTS(busy_fields); i++)
+                        if (__builtin_add_overflow(tk.busy, v[busy_fields[i]], &tk.busy))
+                                goto bad;
+                tk.total = tk.busy;
+                for (unsigned i = 0; i < G_N_ELEMENTS(idle_fields); i++)
+                        if (__builtin_add_overflow(tk.total, v[idle_fields[i]], &tk.total))
+                                goto bad;
                 if (cpu >= per_cpu->len) {
                         guint old = per_cpu->len;
                         g_array_set_size(per_cpu, (guint) cpu + 1);

@@ -23,7 +23,8 @@ typedef struct {
 /* Parse /proc/stat: replaces the contents of `per_cpu` (GArray of NpCpuTicks
  * indexed by CPU id, sized to the highest "cpuN" line + 1, CPUs absent from
  * the file left zero). 0, or -EINVAL (per_cpu emptied) when there is no cpuN
- * line, a cpuN line has fewer than 4 numbers or anything not a number. */
+ * line, a cpuN line has fewer than 4 numbers, anything not a number, or
+ * counters whose busy or total sum overflows 64 bits. */
 int np_parse_proc_stat(const char *buf, GArray *per_cpu);
 
 /* ---- per node --------------------------------------------------------- */

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Run every libFuzzer target (or the ones named) for a fixed number of
 # executions, starting from its committed corpus, and print one line per
-# target: executions, crashes, speed, new inputs found. Exit status 1 when
-# any target crashed (the input is in BUILDDIR/fuzz-work/<target>/).
+# target: executions, crashes, speed, new inputs found, and coverage growth
+# (libFuzzer's cov: edges and ft: features once the corpus is loaded, then at
+# the end of the run). Exit status 1 when any target crashed (the input is in
+# BUILDDIR/fuzz-work/<target>/).
 #
 #   tests/fuzz/run-fuzzers.sh [-C BUILDDIR] [-n RUNS] [--merge] [TARGET[:RUNS]...]
 #
@@ -37,7 +39,8 @@ if [ ! -f "$builddir/build.ninja" ]; then
 fi
 meson compile -C "$builddir" >/dev/null
 
-printf '%-12s %12s %8s %10s %8s %8s\n' target executions crashes exec/s new corpus
+printf '%-12s %12s %8s %10s %8s %8s %13s %15s\n' target executions crashes exec/s new corpus \
+        'cov start>end' 'ft start>end'
 failed=0
 for spec in "${targets[@]}"; do
         t=${spec%%:*}
@@ -55,6 +58,12 @@ for spec in "${targets[@]}"; do
         execs=$(awk '/stat::number_of_executed_units/ { print $2 }' "$log")
         speed=$(awk '/stat::average_exec_per_sec/ { print $2 }' "$log")
         new=$(awk '/stat::new_units_added/ { print $2 }' "$log")
+        # coverage after loading the corpus (the INITED line) and at the end
+        # (DONE, or the last status line before a crash)
+        cov0=$(awk '/INITED/ { for (i = 1; i < NF; i++) if ($i == "cov:") print $(i + 1) }' "$log" | tail -n 1)
+        ft0=$(awk '/INITED/ { for (i = 1; i < NF; i++) if ($i == "ft:") print $(i + 1) }' "$log" | tail -n 1)
+        cov1=$(awk '/^#[0-9]+/ { for (i = 1; i < NF; i++) if ($i == "cov:") print $(i + 1) }' "$log" | tail -n 1)
+        ft1=$(awk '/^#[0-9]+/ { for (i = 1; i < NF; i++) if ($i == "ft:") print $(i + 1) }' "$log" | tail -n 1)
         crashes=0
         if [ "$rc" != 0 ]; then
                 crashes=1
@@ -63,8 +72,8 @@ for spec in "${targets[@]}"; do
                 # count of executions is the last progress line's
                 [ -n "$execs" ] || execs=$(grep -oE '^#[0-9]+' "$log" | tail -n 1 | tr -d '#')
         fi
-        printf '%-12s %12s %8s %10s %8s %8s\n' "$t" "${execs:-?}" "$crashes" "${speed:-?}" "${new:-?}" \
-                "$(find "$work/corpus" -type f | wc -l)"
+        printf '%-12s %12s %8s %10s %8s %8s %13s %15s\n' "$t" "${execs:-?}" "$crashes" "${speed:-?}" "${new:-?}" \
+                "$(find "$work/corpus" -type f | wc -l)" "${cov0:-?}>${cov1:-?}" "${ft0:-?}>${ft1:-?}"
         if [ "$rc" != 0 ]; then
                 echo "  crashed (rc $rc); input and log:" "$work"/artifacts/* "$log"
                 grep -m 5 -E 'ERROR|SUMMARY|invariant' "$log" | sed 's/^/  /'

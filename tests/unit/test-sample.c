@@ -74,6 +74,9 @@ static void test_proc_stat(void) {
                 "cpux 1 2 3 4\ncpu0x 1 2 3 4\n",
                 "cpu99999999999 1 2 3 4\n",
                 "cpu0 1 2 3 99999999999999999999999\n",
+                /* each fits, the sums wrap (busy would exceed total) */
+                "cpu1 1 9 0 18446744073709551611\n",
+                "cpu0 18446744073709551615 1 0 0\n",
         };
         for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
                 g_test_message("bad /proc/stat: '%s'", bad[i]);
