@@ -80,6 +80,10 @@ witness_end() {
 		np_result witness.end pid=$_w alive=$(kill -0 $_w 2>/dev/null && echo yes || echo no) \
 			state=$(busctl get-property org.numaplaced1 /org/numaplaced1/process/$_w org.numaplaced1.Process State 2>/dev/null | cut -d' ' -f2 | tr -d '"') \
 			targets=$(busctl get-property org.numaplaced1 /org/numaplaced1/process/$_w org.numaplaced1.Process TargetNodes 2>/dev/null | cut -d' ' -f3- | tr ' ' ,)
+		np_capture witness.decision.$_w busctl get-property org.numaplaced1 /org/numaplaced1/process/$_w org.numaplaced1.Process Decision
+		np_result witness.proc.$_w cgroup=$(grep -E '^[0-9]+:(cpuset)?:' /proc/$_w/cgroup | head -n 1 | cut -d: -f3) \
+			threads=$(for _f in /proc/$_w/task/*/status; do awk '$1 == "Cpus_allowed_list:" { c = $2 } $1 == "Mems_allowed_list:" { m = $2 } END { printf "%s/%s;", c, m }' $_f; done)
+		np_capture witness.log.$_w sh -c "grep -w $_w /tmp/numaplaced.log | grep -v 'Placed .*manual)' | tail -n 40"
 		kill $_w 2>/dev/null
 	done
 }
@@ -271,7 +275,11 @@ def main():
     wit = [res_kv(v) for v in res.all("witness.end")]
     for w in wit:
         print(f"  witness {w.get('pid')} at the end: alive {w.get('alive')}, state {w.get('state')}, "
-              f"TargetNodes {w.get('targets')}")
+              f"TargetNodes {w.get('targets')}, {res.get('witness.proc.%s' % w.get('pid'))}")
+        if w.get("state") != "pinned":
+            print("    Decision: " + " ".join(res.all(f"witness.decision.{w.get('pid')}")))
+            for line in res.all(f"witness.log.{w.get('pid')}"):
+                print("    log: " + line)
     pc = test_soak.placement_check(res)
     out["placement_check"] = pc
     print(f"placement checks: {pc['checks']} (two snapshots 1 s apart each), {pc['held']} held processes checked, "
