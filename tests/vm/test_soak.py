@@ -22,7 +22,12 @@ exactly the baseline's, its RSS is within RSS_SLACK_KB of it (allocator
 noise, as in test_bus_robustness.py), MigratedBytes grew by what
 /proc/vmstat's pgmigrate_success says moved, no task is left in a cgroup of
 the daemon and nothing is held, the configuration is not in error and it is
-not paused. Then SIGTERM removes its hierarchy."""
+not paused. Then SIGTERM removes its hierarchy.
+
+`test_soak.py v1|v2 SCANS hotplug` (not in the suite) adds CPU offline/online
+cycles to the churn (CPU 1, 2, 3 in turn offline every 30 s, back 15 s
+later), checks the placements against /proc 10 s after each change and at
+the end (placement_check) and asserts those checks too."""
 import os
 import sys
 
@@ -210,6 +215,7 @@ figures base
 : > /tmp/place.ok; : > /tmp/place.fail
 churn
 wait_scans $SCANS
+[ "${HOTPLUG:-0}" = 1 ] && consistency end
 end_churn
 figures after
 np_result places ok=$(wc -l < /tmp/place.ok) failed=$(wc -l < /tmp/place.fail)
@@ -348,14 +354,15 @@ def placement_check(res):
     return out
 
 
-def main(cg, scans):
-    name = f"soak-4-{cg}"
+def main(cg, scans, hotplug=False):
+    name = f"soak-4-{cg}" + ("-hotplug" if hotplug else "")
     vm = npvm.VM(name, TOPO, cgroup=cg)
     vm.add_workload()
     vm.add_dbus()
     vm.add_daemon()
     vm.add_file("etc/np.conf", CONFIG)
-    res = vm.run(f"SCANS={scans}\n" + SCRIPT, timeout=300 + 3 * scans)
+    hp = "HOTPLUG=1\nCHECK=1\nHP_PERIOD=30\n" if hotplug else ""
+    res = vm.run(f"SCANS={scans}\n{hp}" + SCRIPT, timeout=300 + 3 * scans)
     t = npvm.Checker(res)
     if not t.require_completed():
         return t.finish()
@@ -394,6 +401,19 @@ def main(cg, scans):
     t.eq(res.get("log_bad"), "0", f"[{cg}] nothing bad in the log")
     by = res.kv("placed_by")
     t.check(by.get("policy", 0) > 0, f"[{cg}] the policy placed processes too ({by})")
+    if hotplug:
+        cycles = [v for v in res.all("hotplug") if "op=offline" in v]
+        t.check(len(cycles) > 0 and all("rc=0" in v for v in res.all("hotplug")),
+                f"[{cg}] {len(cycles)} CPU offline/online cycles, every write succeeded")
+        pc = placement_check(res)
+        for why in pc["bad"] + pc["cg_bad"]:
+            print(f"  ..   [{cg}] INCONSISTENT: {why}")
+        t.check(pc["checks"] > 0 and not pc["bad"],
+                f"[{cg}] every held process consistent with /proc ({pc['checks']} checks, {pc['held']} processes, "
+                f"{len(pc['transient'])} inconsistent in one snapshot only)")
+        t.check(pc["checks"] > 0 and not pc["cg_bad"],
+                f"[{cg}] every task in its cgroups a process it holds ({pc['cg_tasks']} tasks, "
+                f"{len(pc['cg_transient'])} untracked in one snapshot only)")
     t.eq(res.get("numaplaced.stop"), "exited", f"[{cg}] SIGTERM stops it")
     t.eq(res.get("dir_end"), "gone", f"[{cg}] its hierarchy is removed at the stop")
     print(f"  ..   [{cg}] soak: {a.get('scans', 0) - b.get('scans', 0)} scans, {forks} processes created, "
@@ -407,4 +427,5 @@ def main(cg, scans):
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else "v1"
     scans = int(sys.argv[2]) if len(sys.argv) > 2 else 120
-    npvm.run_test(f"soak-4-{mode}", lambda: main(mode, scans))
+    hotplug = len(sys.argv) > 3 and sys.argv[3] == "hotplug"
+    npvm.run_test(f"soak-4-{mode}" + ("-hotplug" if hotplug else ""), lambda: main(mode, scans, hotplug))
