@@ -22,7 +22,12 @@ exactly the baseline's, its RSS is within RSS_SLACK_KB of it (allocator
 noise, as in test_bus_robustness.py), MigratedBytes grew by what
 /proc/vmstat's pgmigrate_success says moved, no task is left in a cgroup of
 the daemon and nothing is held, the configuration is not in error and it is
-not paused. Then SIGTERM removes its hierarchy."""
+not paused. Then SIGTERM removes its hierarchy.
+
+`test_soak.py v1|v2 SCANS hotplug` (not in the suite) adds CPU offline/online
+cycles to the churn (CPU 1, 2, 3 in turn offline every 30 s, back 15 s
+later), checks the placements against /proc 10 s after each change and at
+the end (placement_check) and asserts those checks too."""
 import os
 import sys
 
@@ -68,6 +73,79 @@ wait_scans() {
 	np_wait_for 300 sh -c "[ \$(busctl get-property $M Scans | awk '{ print \$2 }') -ge $_s ]"
 }
 
+uptime_s() { awk '{ print int($1) }' /proc/uptime; }
+uptime_f() { awk '{ print $1 }' /proc/uptime; }
+# hp_sleep_until T: sleep until uptime T; returns 1 early once /tmp/stop exists
+hp_sleep_until() {
+	while [ $(uptime_s) -lt $1 ]; do
+		[ -e /tmp/stop ] && return 1
+		sleep 1
+	done
+}
+hp_set() {        # hp_set CPU 0|1 CYCLE OP
+	echo $2 > /sys/devices/system/cpu/cpu$1/online
+	_rc=$?
+	np_result hotplug t=$(uptime_f) cycle=$3 cpu=$1 op=$4 rc=$_rc online=$(cat /sys/devices/system/cpu/online)
+}
+# CPU offline/online cycles (HOTPLUG=1): every HP_PERIOD s (default 60) one
+# CPU other than 0 goes offline, 1, 2, 3 in turn, and comes back HP_PERIOD/2
+# s later; with CHECK=1 every HP_CHECK_EVERY-th cycle (default 1) the
+# placements are checked 10 s after each change. At /tmp/stop every CPU is
+# brought back.
+hotplug_loop() {
+	_hp=${HP_PERIOD:-60}
+	_t0=$(uptime_s)
+	_n=0
+	while [ ! -e /tmp/stop ]; do
+		_n=$((_n + 1))
+		_cpu=$(( (_n - 1) % 3 + 1 ))
+		_off=$((_t0 + _n * _hp))
+		hp_sleep_until $_off || break
+		hp_set $_cpu 0 $_n offline
+		_chk=0
+		[ "${CHECK:-0}" = 1 ] && [ $((_n % ${HP_CHECK_EVERY:-1})) = 0 ] && _chk=1
+		[ $_chk = 1 ] && hp_sleep_until $((_off + 10)) && consistency hp$_n.off
+		hp_sleep_until $((_off + _hp / 2))
+		hp_set $_cpu 1 $_n online
+		[ $_chk = 1 ] && hp_sleep_until $((_off + _hp / 2 + 10)) && consistency hp$_n.on
+	done
+	for _c in 1 2 3; do
+		[ "$(cat /sys/devices/system/cpu/cpu$_c/online)" = 1 ] || hp_set $_c 1 $_n online-at-stop
+	done
+}
+# A consistency check (checked on the host, test_soak.placement_check): two
+# snapshots 1 s apart of every process held at the first one: its start
+# time, state, TargetNodes and every thread's Cpus_allowed_list and
+# Mems_allowed_list, the online CPUs and nodes' CPUs, the PIDs held before
+# and after; and every task in the daemon's cgroups with its process.
+consistency() {   # consistency KEY
+	_pids=$(busctl get-property $M ManagedProcesses | cut -d' ' -f3-)
+	snap $1.a "$_pids"
+	sleep 1
+	snap $1.b "$_pids"
+}
+snap() {          # snap KEY PIDS
+	_m0=$(busctl get-property $M ManagedProcesses | cut -d' ' -f3- | tr ' ' ,)
+	_nodes=$(for _d in /sys/devices/system/node/node[0-9]*; do printf '%s:%s;' ${_d##*/node} "$(cat $_d/cpulist)"; done)
+	np_result chk.on key=$1 t=$(uptime_f) online=$(cat /sys/devices/system/cpu/online) nodes=$_nodes
+	for _p in $2; do
+		_s=$(awk '{ print $22 }' /proc/$_p/stat 2>/dev/null)
+		_th=$(for _f in /proc/$_p/task/*/status; do awk '$1 == "Cpus_allowed_list:" { c = $2 } $1 == "Mems_allowed_list:" { m = $2 } END { if (c != "") printf "%s/%s;", c, m }' $_f 2>/dev/null; done)
+		_tg=$(busctl get-property org.numaplaced1 /org/numaplaced1/process/$_p org.numaplaced1.Process TargetNodes 2>/dev/null | cut -d' ' -f3- | tr ' ' ,)
+		_st=$(busctl get-property org.numaplaced1 /org/numaplaced1/process/$_p org.numaplaced1.Process State 2>/dev/null | cut -d' ' -f2 | tr -d '"')
+		np_result chk.held key=$1 pid=$_p start=${_s:-none} start2=$(awk '{ print $22 }' /proc/$_p/stat 2>/dev/null || echo none) \
+			state=${_st:-none} targets=${_tg:-none} threads=${_th:-none}
+	done
+	for _f in $(find $CG/numaplaced -name tasks -o -name cgroup.threads 2>/dev/null); do
+		for _t in $(cat $_f 2>/dev/null); do
+			_g=$(awk '$1 == "Tgid:" { print $2 }' /proc/$_t/status 2>/dev/null)
+			np_result chk.cg key=$1 tid=$_t tgid=${_g:-none} start=$(awk '{ print $22 }' /proc/${_g:-0}/stat 2>/dev/null || echo none) \
+				dir=${_f%/*}
+		done
+	done
+	np_result chk.managed key=$1 before=$_m0 after=$(busctl get-property $M ManagedProcesses | cut -d' ' -f3- | tr ' ' ,)
+}
+
 # the churn, until /tmp/stop exists
 churn() {
 	rm -f /tmp/stop /tmp/sig.pids
@@ -96,6 +174,7 @@ churn() {
 		sleep 0.5
 	done) &
 	CHURN="$CHURN $!"
+	if [ "${HOTPLUG:-0}" = 1 ]; then hotplug_loop & CHURN="$CHURN $!"; fi
 	[ "${PLACE:-1}" = 1 ] && (n=0; while [ ! -e /tmp/stop ]; do
 		n=$((n + 1))
 		[ $((n % 3)) = 0 ] && busctl call $M Reload > /dev/null
@@ -136,6 +215,7 @@ figures base
 : > /tmp/place.ok; : > /tmp/place.fail
 churn
 wait_scans $SCANS
+[ "${HOTPLUG:-0}" = 1 ] && consistency end
 end_churn
 figures after
 np_result places ok=$(wc -l < /tmp/place.ok) failed=$(wc -l < /tmp/place.fail)
@@ -149,14 +229,140 @@ np_result dir_end $([ -e $CG/numaplaced ] && echo present || echo gone)
 """
 
 
-def main(cg, scans):
-    name = f"soak-4-{cg}"
+def cpulist(text):
+    """A kernel CPU or node list (0-2,5) as a set; "none" or "" is empty."""
+    out = set()
+    for part in (text or "").replace("none", "").split(","):
+        if not part:
+            continue
+        a, _, b = part.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+
+
+def _kv(value):
+    out = {}
+    for tok in value.split():
+        k, sep, v = tok.partition("=")
+        if sep:
+            out[k] = v
+    return out
+
+
+def placement_check(res):
+    """The consistency snapshots of `consistency` (CHURN_LIB), checked.
+
+    A held process is consistent when every thread's Cpus_allowed_list is
+    within its TargetNodes' online CPUs (every online CPU when they have
+    none) and its Mems_allowed_list is TargetNodes. A task in the daemon's
+    cgroups is consistent when its process is one the daemon holds. A
+    snapshot races with the scans (a process placed, released or exiting
+    while it is read), so each check takes two snapshots 1 s apart: a
+    process is a failure when it is inconsistent in both, the same process
+    (start time), held in both with the same TargetNodes; inconsistent in
+    one only, it is counted as transient.
+
+    Returns a dict: checks, held (records checked), bad (list of strings),
+    transient (list), cg_tasks, cg_bad, cg_transient."""
+    online, held, cg, managed = {}, {}, {}, {}
+    for v in res.all("chk.on"):
+        d = _kv(v)
+        nodes = {}
+        for ent in d.get("nodes", "").split(";"):
+            if ":" in ent:
+                n, _, c = ent.partition(":")
+                nodes[int(n)] = cpulist(c)
+        online[d["key"]] = (d.get("t"), cpulist(d.get("online")), nodes)
+    for v in res.all("chk.managed"):
+        d = _kv(v)
+        managed[d["key"]] = {int(x) for x in (d.get("before", "") + "," + d.get("after", "")).split(",") if x.isdigit()}
+    for v in res.all("chk.held"):
+        d = _kv(v)
+        held.setdefault(d["key"], []).append(d)
+    for v in res.all("chk.cg"):
+        d = _kv(v)
+        cg.setdefault(d["key"], []).append(d)
+
+    def verdict(key, d):
+        """None when not checkable, else (ok, why, identity)."""
+        if d.get("start") in (None, "none") or d.get("start") != d.get("start2"):
+            return None
+        if d.get("state") not in ("pinned", "placed") or d.get("targets") in (None, "none", ""):
+            return None
+        if int(d["pid"]) not in managed.get(key, set()):
+            return None
+        t, on, nodes = online[key]
+        targets = cpulist(d["targets"])
+        want = set()
+        for n in targets:
+            want |= nodes.get(n, set())
+        want &= on
+        if not want:
+            want = set(on)
+        why = []
+        threads = [x for x in d.get("threads", "").split(";") if "/" in x]
+        if not threads:
+            return None
+        for th in threads:
+            c, _, m = th.partition("/")
+            cs, ms = cpulist(c), cpulist(m)
+            if not cs or not cs <= want:
+                why.append(f"Cpus_allowed_list {c} not within {sorted(want)}")
+            if ms != targets:
+                why.append(f"Mems_allowed_list {m} != TargetNodes {d['targets']}")
+        ident = (d["pid"], d["start"], d["targets"])
+        return (not why, f"{key} t={t} pid {d['pid']} ({d['state']}, TargetNodes {d['targets']}, "
+                f"online {sorted(on)}): " + "; ".join(sorted(set(why))), ident)
+
+    out = {"checks": 0, "held": 0, "bad": [], "transient": [], "cg_tasks": 0, "cg_bad": [], "cg_transient": []}
+    keys = sorted({k[:-2] for k in online if k.endswith(".a")})
+    for base in keys:
+        ka, kb = base + ".a", base + ".b"
+        if kb not in online:
+            continue
+        out["checks"] += 1
+        vb = {}
+        for d in held.get(kb, []):
+            r = verdict(kb, d)
+            if r:
+                vb[r[2]] = r
+        for d in held.get(ka, []):
+            r = verdict(ka, d)
+            if not r:
+                continue
+            out["held"] += 1
+            if r[0]:
+                continue
+            rb = vb.get(r[2])
+            if rb and not rb[0]:
+                out["bad"].append(r[1] + " | 1 s later: " + rb[1])
+            else:
+                out["transient"].append(r[1])
+        def untracked(key):
+            bad = {}
+            for d in cg.get(key, []):
+                if d.get("tgid") in (None, "none") or d.get("start") in (None, "none"):
+                    continue
+                if int(d["tgid"]) not in managed.get(key, set()):
+                    bad[(d["tgid"], d["start"])] = f"{key} task {d['tid']} of {d['tgid']} in {d['dir']}"
+            return bad
+        out["cg_tasks"] += len(cg.get(ka, []))
+        ua, ub = untracked(ka), untracked(kb)
+        for ident, why in ua.items():
+            (out["cg_bad"] if ident in ub else out["cg_transient"]).append(why)
+        out["cg_transient"] += [why for ident, why in ub.items() if ident not in ua]
+    return out
+
+
+def main(cg, scans, hotplug=False):
+    name = f"soak-4-{cg}" + ("-hotplug" if hotplug else "")
     vm = npvm.VM(name, TOPO, cgroup=cg)
     vm.add_workload()
     vm.add_dbus()
     vm.add_daemon()
     vm.add_file("etc/np.conf", CONFIG)
-    res = vm.run(f"SCANS={scans}\n" + SCRIPT, timeout=300 + 3 * scans)
+    hp = "HOTPLUG=1\nCHECK=1\nHP_PERIOD=30\n" if hotplug else ""
+    res = vm.run(f"SCANS={scans}\n{hp}" + SCRIPT, timeout=300 + 3 * scans)
     t = npvm.Checker(res)
     if not t.require_completed():
         return t.finish()
@@ -195,6 +401,19 @@ def main(cg, scans):
     t.eq(res.get("log_bad"), "0", f"[{cg}] nothing bad in the log")
     by = res.kv("placed_by")
     t.check(by.get("policy", 0) > 0, f"[{cg}] the policy placed processes too ({by})")
+    if hotplug:
+        cycles = [v for v in res.all("hotplug") if "op=offline" in v]
+        t.check(len(cycles) > 0 and all("rc=0" in v for v in res.all("hotplug")),
+                f"[{cg}] {len(cycles)} CPU offline/online cycles, every write succeeded")
+        pc = placement_check(res)
+        for why in pc["bad"] + pc["cg_bad"]:
+            print(f"  ..   [{cg}] INCONSISTENT: {why}")
+        t.check(pc["checks"] > 0 and not pc["bad"],
+                f"[{cg}] every held process consistent with /proc ({pc['checks']} checks, {pc['held']} processes, "
+                f"{len(pc['transient'])} inconsistent in one snapshot only)")
+        t.check(pc["checks"] > 0 and not pc["cg_bad"],
+                f"[{cg}] every task in its cgroups a process it holds ({pc['cg_tasks']} tasks, "
+                f"{len(pc['cg_transient'])} untracked in one snapshot only)")
     t.eq(res.get("numaplaced.stop"), "exited", f"[{cg}] SIGTERM stops it")
     t.eq(res.get("dir_end"), "gone", f"[{cg}] its hierarchy is removed at the stop")
     print(f"  ..   [{cg}] soak: {a.get('scans', 0) - b.get('scans', 0)} scans, {forks} processes created, "
@@ -208,4 +427,5 @@ def main(cg, scans):
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else "v1"
     scans = int(sys.argv[2]) if len(sys.argv) > 2 else 120
-    npvm.run_test(f"soak-4-{mode}", lambda: main(mode, scans))
+    hotplug = len(sys.argv) > 3 and sys.argv[3] == "hotplug"
+    npvm.run_test(f"soak-4-{mode}" + ("-hotplug" if hotplug else ""), lambda: main(mode, scans, hotplug))
