@@ -488,8 +488,33 @@ static char *staging_of(const NpCpuset *cs, pid_t pid) {
 
 /* v1: the target cgroup has the CPUs and the mems (memory_migrate=0, so
  * attaching moves no page); every thread is attached. */
+/* v1: a CPU that just came online reaches the root cpuset a moment later
+ * (the kernel's hotplug work), and a child may only have its parent's
+ * CPUs. Confine to those of p->cpus the root has now (recorded, so a later
+ * check against the nodes' CPUs confines it again once the root has them);
+ * none of them: as asked, and the write fails. */
+static int v1_usable_cpus(NpBackend *b, NpCpuset *cs, NpStateProcess *p) {
+        g_autofree char *f_cpus = g_build_filename(cs->mount, "cpuset.cpus", NULL);
+        g_autofree char *root_s = read_trimmed(f_cpus);
+        g_autoptr(NpMask) root = NULL;
+        if (!root_s || np_mask_parse(root_s, &root) < 0 || np_mask_subset(p->cpus, root))
+                return 0;
+        g_autoptr(NpMask) usable = np_mask_copy(p->cpus);
+        np_mask_and(usable, root);
+        if (np_mask_empty(usable))
+                return 0;
+        g_autofree char *want = np_mask_format(p->cpus), *got = np_mask_format(usable);
+        log_info("Pid %d: CPUs %s are not all in the root cpuset yet (%s): confined to %s for now", (int) p->pid, want,
+                 root_s, got);
+        np_mask_assign(p->cpus, usable);
+        return np_backend_save_state(b, NULL);
+}
+
 static int v1_confine(NpBackend *b, NpCpuset *cs, NpStateProcess *p, GError **error) {
-        int r = v1_ensure(cs, p, error);
+        int r = v1_usable_cpus(b, cs, p);
+        if (r < 0)
+                return r;
+        r = v1_ensure(cs, p, error);
         if (r < 0)
                 return r;
         r = np_backend_move_threads(b, cs, p, &v1_mover, error);

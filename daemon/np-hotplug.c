@@ -123,7 +123,9 @@ unsigned np_hotplug_recheck(NpManager *m) {
                         continue;
                 g_autoptr(NpMask) held_copy = np_mask_copy(held);
                 g_autoptr(NpMask) node_cpus = np_topology_cpus_of(m->topology, p->target);
-                if (p->state == NP_PROC_PLACED && np_mask_empty(node_cpus)) {
+                /* only when they lost them now: the policy may place a process
+                 * that hardly uses a CPU on a memory-only node on purpose */
+                if (p->state == NP_PROC_PLACED && np_mask_empty(node_cpus) && affected) {
                         release(m, p, held_copy);
                         acted++;
                         continue;

@@ -5,9 +5,10 @@
  * the topology when CPUs, nodes or a node's memory change (np-manager.h);
  * after it, each process the daemon holds is checked:
  *
- *   - placed by the policy, and its nodes have no online CPU left (less
- *     ReservedCPUs): released, put back where it was before the daemon
- *     placed it; the policy decides it again from where its memory is;
+ *   - placed by the policy, and its nodes lost their last online CPU in this
+ *     change: released, put back where it was before the daemon placed it;
+ *     the policy decides it again from where its memory is (a process the
+ *     policy placed on nodes without CPUs is not released for that);
  *   - otherwise, when its nodes' CPUs changed (m->cpus_changed) or differ
  *     from the CPUs it is held on: confined again to its nodes' CPUs as
  *     they are now (np_place_cpus_for(); a pinned process on nodes without

@@ -53,7 +53,7 @@ static int check_nodes(NpManager *m, const NpMask *nodes, GError **error) {
 
 NpMask *np_place_cpus_for(NpManager *m, const NpMask *nodes) {
         NpMask *cpus = np_topology_cpus_of(m->topology, nodes);
-        if (m->config->reserved_cpus) {
+        if (m->config->reserved_cpus && !np_mask_empty(cpus)) {
                 g_autoptr(NpMask) c2 = np_mask_copy(cpus);
                 np_mask_andnot(c2, m->config->reserved_cpus);
                 if (!np_mask_empty(c2))

@@ -120,13 +120,13 @@ static char *affinity_of(pid_t pid) {
 
 /* The child, held on node 1 as the policy (or Place()) would leave it: the
  * backend confined it, and the manager knows it as placed there. */
-static NpProcess *hold_child(Fixture *f, NpProcState state) {
+static NpProcess *hold_child_on(Fixture *f, NpProcState state, unsigned cpu) {
         uint64_t st = starttime_of(f->child);
         g_autoptr(NpMask) nodes = np_mask_new();
         g_autoptr(NpMask) cpus = np_mask_new();
         g_autoptr(GError) e = NULL;
         np_mask_set(nodes, 1);
-        np_mask_set(cpus, 1);
+        np_mask_set(cpus, cpu);
         g_assert_cmpint(np_backend_place(f->m->backend, f->child, st, nodes, cpus, NULL, NULL, &e), ==, 0);
         g_assert_no_error(e);
         np_sysroot_set(f->root);
@@ -137,8 +137,13 @@ static NpProcess *hold_child(Fixture *f, NpProcState state) {
         p->significant = true;
         g_hash_table_insert(f->m->processes, GINT_TO_POINTER(f->child), p);
         g_autofree char *aff = affinity_of(f->child);
-        g_assert_cmpstr(aff, ==, "1");
+        g_autofree char *want = g_strdup_printf("%u", cpu);
+        g_assert_cmpstr(aff, ==, want);
         return p;
+}
+
+static NpProcess *hold_child(Fixture *f, NpProcState state) {
+        return hold_child_on(f, state, 1);
 }
 
 /* A scan on the changed tree, then the check, as the daemon's timer runs
@@ -228,6 +233,29 @@ static void test_pinned_follows_cpus(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(scan_and_recheck(f, &p), ==, 0);
 }
 
+/* The policy placed it on node 1 while node 1 had no CPU (a process that
+ * hardly uses one, on a memory-only node: it runs on every CPU): not
+ * released for that, or the policy and the check would take turns. */
+static void test_placed_on_cpuless_node_stays(Fixture *f, gconstpointer data) {
+        if (!machine_has_cpus_0_1()) {
+                g_test_skip("this machine has no CPUs 0 and 1 to confine to");
+                return;
+        }
+        set_cpu1(f, false);
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpuint(np_hotplug_recheck(f->m), ==, 0);
+        NpProcess *p = hold_child_on(f, NP_PROC_PLACED, 0);
+        g_assert_cmpuint(scan_and_recheck(f, &p), ==, 0);
+        g_assert_cmpint(p->state, ==, NP_PROC_PLACED);
+        g_assert_true(np_backend_holds(f->m->backend, f->child));
+        /* node 1's CPU comes back: confined to it */
+        set_cpu1(f, true);
+        g_assert_cmpuint(scan_and_recheck(f, &p), ==, 1);
+        g_assert_cmpint(p->state, ==, NP_PROC_PLACED);
+        g_autofree char *aff = affinity_of(f->child);
+        g_assert_cmpstr(aff, ==, "1");
+}
+
 /* A move in flight is checked after it: the changed nodes are kept. */
 static void test_moving_waits(Fixture *f, gconstpointer data) {
         if (!machine_has_cpus_0_1()) {
@@ -251,5 +279,7 @@ int main(int argc, char **argv) {
         g_test_add("/hotplug/placed-loses-cpus", Fixture, NULL, setup, test_placed_loses_cpus, teardown);
         g_test_add("/hotplug/pinned-follows-cpus", Fixture, NULL, setup, test_pinned_follows_cpus, teardown);
         g_test_add("/hotplug/moving-waits", Fixture, NULL, setup, test_moving_waits, teardown);
+        g_test_add("/hotplug/placed-on-cpuless-node-stays", Fixture, NULL, setup, test_placed_on_cpuless_node_stays,
+                   teardown);
         return g_test_run();
 }
