@@ -216,7 +216,7 @@ static uint64_t stuck_bytes(const NpMove *mv, const NpMask *nodes) {
 }
 
 static void record_placed(NpManager *m, PlaceReq *q, uint64_t moved, uint64_t usec, uint64_t cpu_usec, bool incomplete,
-                          uint64_t stuck, uint64_t failed, NpNumaMaps *after) {
+                          uint64_t stuck, uint64_t failed, bool full, NpNumaMaps *after) {
         NpProcess *p = np_manager_process(m, q->pid);
         g_autofree char *from_s = np_mask_format(q->from);
         g_autofree char *to_s = np_mask_format(q->nodes);
@@ -233,6 +233,7 @@ static void record_placed(NpManager *m, PlaceReq *q, uint64_t moved, uint64_t us
                                      np_now_usec(CLOCK_REALTIME));
                 p->stuck_bytes = stuck;
                 p->failed_bytes = failed;
+                p->failed_full = full;
                 p->failed_moves = failed ? p->failed_moves + 1 : 0;
                 /* where its pages are now: the mover's own read after the move
                  * (np-maps-refresh.h), then the rest of its details */
@@ -255,9 +256,9 @@ static void record_placed(NpManager *m, PlaceReq *q, uint64_t moved, uint64_t us
         g_autofree char *f_reason = g_strdup_printf("REASON=%s", np_place_reason_to_string(q->reason));
         const char *fields[] = { f_pid, f_comm, f_from, f_to, f_moved, f_usec, f_cpu, f_reason, NULL };
         g_autofree char *tail = incomplete ? g_strdup(" (migration incomplete)")
-                : failed
-                ? g_strdup_printf("; %.1f MiB could not move (no free memory there)", (double) failed / (1 << 20))
-                : g_strdup("");
+                : failed ? g_strdup_printf("; %.1f MiB could not move (%s)", (double) failed / (1 << 20),
+                                           full ? "no free memory there" : "pages in use")
+                         : g_strdup("");
         np_log_fields(LOG_INFO, NP_MESSAGE_PLACED, fields,
                       "Placed %d (%s) on nodes %s (memory from %s, %s): %" G_GUINT64_FORMAT
                       " bytes moved in %.3f s (%.3f s of the daemon's CPU)%s",
@@ -427,7 +428,8 @@ static void done(NpMove *mv, void *userdata) {
         /* a migration that stopped early left the rest of its plan undone, not
          * passed over: nothing is stuck, the policy moves the rest */
         record_placed(m, q, moved, usec, mv->cpu_usec, mv->r < 0, mv->r < 0 ? 0 : stuck_bytes(mv, q->nodes),
-                      mv->result.failed_pages * (uint64_t) sysconf(_SC_PAGESIZE), &mv->result.after);
+                      mv->result.failed_pages * (uint64_t) sysconf(_SC_PAGESIZE), mv->result.full != NULL,
+                      &mv->result.after);
         if (defer && self)
                 self->finish_deferred = true;
         if (mv->r < 0) {

@@ -110,6 +110,7 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out) {
                         .stuck = hold == NP_HOLD_PLACED && !advised ? p->stuck_bytes : 0,
                         .since_move_usec = p->moved_usec ? now - p->moved_usec : UINT64_MAX,
                         .failed = p->failed_bytes,
+                        .failed_full = p->failed_full,
                         .failed_moves = p->failed_moves,
                         .hold = hold,
                         .group = group,

@@ -126,6 +126,7 @@ void np_policy_groups_build(NpPolicyGroups *g, const NpPolicyProcess *procs, gui
                         u->left = p->left;
                 u->since_move_usec = MIN(u->since_move_usec, p->since_move_usec);
                 u->failed += p->failed;
+                u->failed_full |= p->failed_full;
                 u->failed_moves = MAX(u->failed_moves, p->failed_moves);
                 if (hold_rank(p->hold) > hold_rank(u->hold))
                         u->hold = p->hold;

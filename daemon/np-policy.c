@@ -508,6 +508,11 @@ static bool needs_every_node(const Ledger *l, const NpPolicyProcess *p) {
         return n > 1 && cpu_demand(p) > all - biggest;
 }
 
+/* Why its last move failed on pages, for a Decision. */
+static const char *failed_why(const NpPolicyProcess *p) {
+        return p->failed_full ? "no free memory there" : "pages in use";
+}
+
 uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves) {
         unsigned k = MIN(failed_moves, NP_POLICY_MAX_BACKOFF);
         return min_usec > UINT64_MAX >> k ? UINT64_MAX : min_usec << k;
@@ -544,10 +549,10 @@ static char *held(const Ledger *l, const NpPolicyProcess *p) {
                                        p->cpu);
         uint64_t wait = np_policy_move_wait_usec(l->params->min_usec_between_moves, p->failed_moves);
         if (p->since_move_usec < wait && p->failed_moves)
-                return g_strdup_printf("its last move could not move %.1f MiB (no free memory there): moved %.0f s "
+                return g_strdup_printf("its last move could not move %.1f MiB (%s): moved %.0f s "
                                        "ago, waits %.0f s (MinSecondsBetweenMoves=%.0f, doubled %u time%s: one for "
                                        "each move in a row that failed on pages)",
-                                       (double) p->failed / (1 << 20), (double) p->since_move_usec / 1e6,
+                                       (double) p->failed / (1 << 20), failed_why(p), (double) p->since_move_usec / 1e6,
                                        (double) wait / 1e6, (double) l->params->min_usec_between_moves / 1e6,
                                        MIN(p->failed_moves, NP_POLICY_MAX_BACKOFF), p->failed_moves > 1 ? "s" : "");
         if (p->since_move_usec < wait)
@@ -726,9 +731,9 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                                                                    "left %.1f MiB elsewhere that it could not move)",
                                                                    cur, (double) stuck_now(p) / (1 << 20))
                                 : p->failed && rest_wanted(&l, p)
-                                ? g_strdup_printf("placed on %s; its last move could not move %.1f MiB (no free "
-                                                  "memory there): the rest follows when %s has room for it",
-                                                  cur, (double) p->failed / (1 << 20), cur)
+                                ? g_strdup_printf("placed on %s; its last move could not move %.1f MiB (%s): the "
+                                                  "rest follows when %s has room for it",
+                                                  cur, (double) p->failed / (1 << 20), failed_why(p), cur)
                                 : g_strdup_printf("placed on %s, which has room", cur);
                         out[i] = decision(p->pid, NP_DECISION_KEEP, NULL, why);
                         continue;

@@ -82,7 +82,8 @@ typedef struct {
                          * were (pages other processes map too, with MoveSharedPages=no):
                          * not counted against its locality there */
         uint64_t since_move_usec; /* time since its last move; UINT64_MAX = never moved */
-        uint64_t failed; /* bytes its last move could not move (its target was full), 0 = none */
+        uint64_t failed; /* bytes its last move could not move, 0 = none */
+        bool failed_full; /* because its target was full (else: pages in use) */
         unsigned failed_moves; /* its last moves in a row that failed on pages: the next one
                                 * waits np_policy_move_wait_usec() */
         NpPolicyHold hold;

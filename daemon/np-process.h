@@ -96,7 +96,8 @@ typedef struct {
         NpMask *left; /* the nodes it left at its last move, or NULL */
         uint64_t stuck_bytes; /* bytes its last move left outside target without failing on
                                * them (MoveSharedPages=no: pages other processes map too) */
-        uint64_t failed_bytes; /* bytes its last move failed on (its target was full) */
+        uint64_t failed_bytes; /* bytes its last move failed on */
+        bool failed_full; /* ... because its target was full (ENOMEM), not busy pages */
         unsigned failed_moves; /* its last moves in a row that failed on pages (the policy's back-off) */
         NpMask *moving_to; /* a move of it is queued or running to these nodes */
         bool finish_deferred; /* placed, but its unit's memory nodes wait for a sibling's move (np-place.c) */

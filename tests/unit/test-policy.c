@@ -702,6 +702,7 @@ static void test_failed_move_backs_off(void) {
                 p->current = mask(&m, "1");
                 p->since_move_usec = (uint64_t) cases[c].since_s * G_USEC_PER_SEC;
                 p->failed = 200 * MiB;
+                p->failed_full = true;
                 p->failed_moves = cases[c].failed_moves;
                 g_autoptr(GPtrArray) d = decide(&m);
                 if (cases[c].waits) {
@@ -723,12 +724,18 @@ static void test_failed_move_backs_off(void) {
         p->current = mask(&m, "1");
         p->since_move_usec = 61 * G_USEC_PER_SEC;
         p->failed = 200 * MiB;
+        p->failed_full = true;
         p->failed_moves = 1;
         m.nodes[1].mem_free_now = 8 * MiB;
         g_autoptr(GPtrArray) d = decide(&m);
         assert_keep(d, 0,
                     "placed on 1; its last move could not move 200.0 MiB (no free memory there): the rest follows "
                     "when 1 has room for it");
+        /* pages the kernel found in use, not a full node: said so */
+        p->failed_full = false;
+        p->since_move_usec = 31 * G_USEC_PER_SEC;
+        g_autoptr(GPtrArray) d2 = decide(&m);
+        assert_keep(d2, 0, "its last move could not move 200.0 MiB (pages in use): moved 31 s ago, waits 60 s");
         machine_clear(&m);
 }
 
