@@ -490,19 +490,20 @@ static char *staging_of(const NpCpuset *cs, pid_t pid) {
  * attaching moves no page); every thread is attached. */
 /* v1: a CPU that just came online reaches the root cpuset a moment later
  * (the kernel's hotplug work), and a child may only have its parent's
- * CPUs. Confine to those of p->cpus the root has now (recorded, so a later
- * check against the nodes' CPUs confines it again once the root has them);
- * none of them: as asked, and the write fails. */
+ * CPUs. Confine to those of p->cpus the root has now, or, when it has none
+ * of them yet, to all of the root's (as a placement on nodes without CPUs
+ * is); recorded, so the next check against the nodes' CPUs confines it
+ * again once the root has them. */
 static int v1_usable_cpus(NpBackend *b, NpCpuset *cs, NpStateProcess *p) {
         g_autofree char *f_cpus = g_build_filename(cs->mount, "cpuset.cpus", NULL);
         g_autofree char *root_s = read_trimmed(f_cpus);
         g_autoptr(NpMask) root = NULL;
-        if (!root_s || np_mask_parse(root_s, &root) < 0 || np_mask_subset(p->cpus, root))
+        if (!root_s || np_mask_parse(root_s, &root) < 0 || np_mask_empty(root) || np_mask_subset(p->cpus, root))
                 return 0;
         g_autoptr(NpMask) usable = np_mask_copy(p->cpus);
         np_mask_and(usable, root);
         if (np_mask_empty(usable))
-                return 0;
+                np_mask_assign(usable, root);
         g_autofree char *want = np_mask_format(p->cpus), *got = np_mask_format(usable);
         log_info("Pid %d: CPUs %s are not all in the root cpuset yet (%s): confined to %s for now", (int) p->pid, want,
                  root_s, got);
