@@ -413,6 +413,10 @@ static void done(NpMove *mv, void *userdata) {
                                  q->pid, q->comm, k, to_s);
                 }
                 moved += k;
+                /* what the kernel moved then is not left behind: the pages
+                 * a full node refused may be among them (cgroup v2) */
+                uint64_t kp = k / (uint64_t) sysconf(_SC_PAGESIZE);
+                mv->result.failed_pages -= MIN(kp, mv->result.failed_pages);
         }
         account(m, mv, moved);
         if (r < 0) {

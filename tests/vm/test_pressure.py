@@ -75,9 +75,10 @@ np_wait_for 120 logged "Placed $w " || np_result placed.timeout 1
 np_result failed.pages $(mprop MigrationFailedPages)
 np_result w.kb $(np_numa_kb $w)
 np_result w.anon.kb $(np_numa_kb $w '^[0-9a-f]+ [^ ]+ (heap |stack )?anon=')
-# the Decision of the next scan (until then it says "moving to")
+# the Decision of the next scan (until then it says "moving to", or what
+# the scan that decided the move said)
 i=0
-while pprop $w Decision | grep -q '^moving to' && [ $i -lt 30 ]; do sleep 1; i=$((i + 1)); done
+while ! pprop $w Decision | grep -q 'its last move' && [ $i -lt 30 ]; do sleep 1; i=$((i + 1)); done
 np_result w.decision.after "$(pprop $w Decision)"
 np_result w.state.after "$(pprop $w State) $(pprop $w TargetNodes)"
 # the next 90 s: the daemon answers, and does not keep trying
@@ -117,8 +118,8 @@ def check_node_full(t, res):
     # pages there, and at most the pages it shares with other processes
     # (libraries: MoveSharedPages=no leaves them, they are not failures)
     # (on cgroup v2 the kernel tries the rest once more when the daemon
-    # narrows cpuset.mems after the move: a few pages may leave after the
-    # mover's read)
+    # narrows cpuset.mems after the move; the daemon takes what it moved
+    # then off the failed pages, a few may still leave after that read)
     slack = 16 if res.get("cgroup") == "v2" else 0
     t.check(private - slack <= failed <= outside + slack,
             f"MigrationFailedPages {failed} is what numa_maps shows left outside {tgt}: its private pages "
