@@ -102,7 +102,8 @@ static void complete_restores(NpManager *m) {
 unsigned np_hotplug_recheck(NpManager *m) {
         unsigned acted = 0;
         bool keep = false;
-        if (!m->backend)
+        /* the common scan: nothing held, no CPU changed */
+        if (!m->backend || (m->held_last == 0 && np_mask_empty(m->cpus_changed)))
                 return 0;
         if (!np_mask_empty(m->cpus_changed) && np_backend_short_restores(m->backend))
                 complete_restores(m);

@@ -401,6 +401,17 @@ static void assert_diff(const NpTopologyDiff *d, const char *added, const char *
         assert_mask(d->memory_changed, memory);
 }
 
+/* before -> after differs as said (masks of added, removed, CPUs changed,
+ * memory changed) and the log text is `text`. */
+static void expect_diff(const NpTopology *before, const NpTopology *after, const char *added, const char *removed,
+                        const char *cpus, const char *memory, const char *text) {
+        g_auto(NpTopologyDiff) d = { 0 };
+        g_assert_cmpint(np_topology_diff(before, after, &d), ==, *text != '\0');
+        assert_diff(&d, added, removed, cpus, memory);
+        g_autofree char *got = np_topology_diff_describe(before, after, &d);
+        g_assert_cmpstr(got, ==, text);
+}
+
 static void test_hotplug_diff(void) {
         g_autofree char *root = g_dir_make_tmp("np-topo-XXXXXX", NULL);
         g_assert_nonnull(root);
@@ -410,42 +421,24 @@ static void test_hotplug_diff(void) {
         g_assert_false(outdated_in(root, t0));
 
         /* the same tree again: no difference */
-        {
-                g_autoptr(NpTopology) same = load_ok(root);
-                g_auto(NpTopologyDiff) d = { 0 };
-                g_assert_false(np_topology_diff(t0, same, &d));
-                assert_diff(&d, "", "", "", "");
-                g_autofree char *text = np_topology_diff_describe(t0, same, &d);
-                g_assert_cmpstr(text, ==, "");
-        }
+        g_autoptr(NpTopology) same = load_ok(root);
+        expect_diff(t0, same, "", "", "", "", "");
 
         /* CPU 3 goes offline (the node's cpulist keeps it: the loader
          * takes the online ones), then CPU 2 too: node 1 has none left */
         write_file(root, "sys/devices/system/cpu/online", "0-2\n");
         g_assert_true(outdated_in(root, t0));
         g_autoptr(NpTopology) t1 = load_ok(root);
-        {
-                g_auto(NpTopologyDiff) d = { 0 };
-                g_assert_true(np_topology_diff(t0, t1, &d));
-                assert_diff(&d, "", "", "1", "");
-                g_autofree char *text = np_topology_diff_describe(t0, t1, &d);
-                g_assert_cmpstr(text, ==, "node 1: CPUs 2-3 -> 2");
-                assert_mask(t1->all_cpus, "0-2");
-                assert_mask(t1->with_cpus, "0-1");
-        }
+        expect_diff(t0, t1, "", "", "1", "", "node 1: CPUs 2-3 -> 2");
+        assert_mask(t1->all_cpus, "0-2");
+        assert_mask(t1->with_cpus, "0-1");
         write_file(root, "sys/devices/system/cpu/online", "0-1\n");
         write_file(root, "sys/devices/system/node/node1/cpulist", "\n");
         g_assert_true(outdated_in(root, t1));
         g_autoptr(NpTopology) t2 = load_ok(root);
-        {
-                g_auto(NpTopologyDiff) d = { 0 };
-                g_assert_true(np_topology_diff(t1, t2, &d));
-                assert_diff(&d, "", "", "1", "");
-                g_autofree char *text = np_topology_diff_describe(t1, t2, &d);
-                g_assert_cmpstr(text, ==, "node 1: CPUs 2 -> none");
-                assert_mask(t2->with_cpus, "0");
-                assert_mask(t2->with_memory, "0-1");
-        }
+        expect_diff(t1, t2, "", "", "1", "", "node 1: CPUs 2 -> none");
+        assert_mask(t2->with_cpus, "0");
+        assert_mask(t2->with_memory, "0-1");
         g_assert_false(outdated_in(root, t2));
 
         /* memory hot-added to node 0: the CPU and node files do not show
@@ -459,13 +452,7 @@ static void test_hotplug_diff(void) {
         NpNodeTotal unknown = { .id = 7, .bytes = 1 };
         g_assert_false(np_topology_memory_differs(t2, &unknown, 1));
         g_autoptr(NpTopology) t3 = load_ok(root);
-        {
-                g_auto(NpTopologyDiff) d = { 0 };
-                g_assert_true(np_topology_diff(t2, t3, &d));
-                assert_diff(&d, "", "", "", "0");
-                g_autofree char *text = np_topology_diff_describe(t2, t3, &d);
-                g_assert_cmpstr(text, ==, "node 0: memory 1 MiB -> 3 MiB");
-        }
+        expect_diff(t2, t3, "", "", "", "0", "node 0: memory 1 MiB -> 3 MiB");
 
         /* the CPUs come back and a node with memory only comes online */
         write_file(root, "sys/devices/system/cpu/online", "0-3\n");
@@ -478,22 +465,10 @@ static void test_hotplug_diff(void) {
         write_file(root, "sys/devices/system/node/node2/distance", "30 30 10\n");
         g_assert_true(outdated_in(root, t3));
         g_autoptr(NpTopology) t4 = load_ok(root);
-        {
-                g_auto(NpTopologyDiff) d = { 0 };
-                g_assert_true(np_topology_diff(t3, t4, &d));
-                assert_diff(&d, "2", "", "1", "");
-                g_autofree char *text = np_topology_diff_describe(t3, t4, &d);
-                g_assert_cmpstr(text, ==, "node 1: CPUs none -> 2-3; node 2: added (CPUs none, memory 1024 MiB)");
-        }
+        expect_diff(t3, t4, "2", "", "1", "", "node 1: CPUs none -> 2-3; node 2: added (CPUs none, memory 1024 MiB)");
 
         /* and goes away again */
-        {
-                g_auto(NpTopologyDiff) d = { 0 };
-                g_assert_true(np_topology_diff(t4, t3, &d));
-                assert_diff(&d, "", "2", "1", "");
-                g_autofree char *text = np_topology_diff_describe(t4, t3, &d);
-                g_assert_cmpstr(text, ==, "node 1: CPUs 2-3 -> none; node 2: removed");
-        }
+        expect_diff(t4, t3, "", "2", "1", "", "node 1: CPUs 2-3 -> none; node 2: removed");
 
         /* a file that cannot be read is no reason to reload */
         g_autofree char *online = g_build_filename(root, "sys/devices/system/cpu/online", NULL);
