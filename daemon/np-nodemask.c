@@ -155,10 +155,16 @@ int np_mask_last(const NpMask *m) {
 }
 
 int np_mask_nth(const NpMask *m, unsigned n) {
-        unsigned k = 0;
-        NP_MASK_FOREACH (b, m) {
-                if (k++ == n)
-                        return b;
+        for (size_t i = 0; m && i < m->nwords; i++) {
+                uint64_t w = m->words[i];
+                unsigned c = (unsigned) __builtin_popcountll(w);
+                if (n >= c) {
+                        n -= c;
+                        continue;
+                }
+                while (n--)
+                        w &= w - 1; /* drop the lowest set bit */
+                return (int) (i * WORD_BITS + (size_t) __builtin_ctzll(w));
         }
         return -1;
 }
@@ -257,8 +263,17 @@ char *np_mask_format(const NpMask *m) {
         while (b >= 0) {
                 int e = b;
                 int n;
-                while ((n = np_mask_next(m, e)) == e + 1)
+                for (;;) {
+                        /* a run through whole words: skip them */
+                        size_t i = (size_t) (e + 1) / WORD_BITS;
+                        if ((size_t) (e + 1) % WORD_BITS == 0 && i < m->nwords && m->words[i] == UINT64_MAX) {
+                                e += (int) WORD_BITS;
+                                continue;
+                        }
+                        if ((n = np_mask_next(m, e)) != e + 1)
+                                break;
                         e = n;
+                }
                 if (s->len)
                         g_string_append_c(s, ',');
                 if (e == b)
@@ -280,18 +295,20 @@ unsigned long *np_mask_to_ulongs(const NpMask *m, unsigned min_bits, unsigned lo
         if (nlongs == 0)
                 nlongs = 1;
         unsigned long *v = g_new0(unsigned long, nlongs);
-        NP_MASK_FOREACH (b, m)
-                v[(unsigned) b / lbits] |= 1UL << ((unsigned) b % lbits);
+        for (size_t i = 0; last >= 0 && i <= (size_t) last / WORD_BITS; i++)
+                for (unsigned j = 0; j < WORD_BITS; j += lbits) /* one or two longs per word */
+                        v[(i * WORD_BITS + j) / lbits] |= (unsigned long) (m->words[i] >> j);
         *nbits = nlongs * lbits;
         return v;
 }
 
 GArray *np_mask_to_u32_array(const NpMask *m) {
-        GArray *a = g_array_new(FALSE, FALSE, sizeof(guint32));
-        NP_MASK_FOREACH (b, m) {
-                guint32 v = (guint32) b;
-                g_array_append_val(a, v);
-        }
+        GArray *a = g_array_sized_new(FALSE, FALSE, sizeof(guint32), np_mask_weight(m));
+        for (size_t i = 0; m && i < m->nwords; i++)
+                for (uint64_t w = m->words[i]; w; w &= w - 1) {
+                        guint32 v = (guint32) (i * WORD_BITS + (size_t) __builtin_ctzll(w));
+                        g_array_append_val(a, v);
+                }
         return a;
 }
 

@@ -34,6 +34,12 @@ if [ ${#targets[@]} -eq 0 ]; then
         targets=(pid-stat pid-status numa-maps proc-stat meminfo distance nodelist state config)
 fi
 
+# fuzz-config writes its input to a directory under $TMPDIR: on tmpfs it runs
+# about three times as fast as on ext4
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
+        export TMPDIR=/dev/shm
+fi
+
 if [ ! -f "$builddir/build.ninja" ]; then
         CC=clang meson setup "$builddir" -Dfuzz=true -Dvm_tests=false >/dev/null
 fi
