@@ -34,6 +34,32 @@ static void test_roundtrip(void) {
         assert_roundtrip("60-130", "60-130");
         assert_roundtrip("1023", "1023");
         assert_roundtrip("0-1,4-5,1000-1001", "0-1,4-5,1000-1001");
+        /* runs through whole words, ending at and just past their edges */
+        assert_roundtrip("0-127", "0-127");
+        assert_roundtrip("0-128", "0-128");
+        assert_roundtrip("64-191,193", "64-191,193");
+        assert_roundtrip("1-63,64-200,255-256", "1-200,255-256");
+}
+
+/* nth, to_u32_array and to_ulongs across several words agree with the bits */
+static void test_words(void) {
+        g_autoptr(NpMask) m = NULL;
+        g_assert_cmpint(np_mask_parse("3,64-130,1000", &m), ==, 0);
+        g_autoptr(GArray) ids = np_mask_to_u32_array(m);
+        g_assert_cmpuint(ids->len, ==, 69);
+        g_assert_cmpuint(g_array_index(ids, guint32, 0), ==, 3);
+        g_assert_cmpuint(g_array_index(ids, guint32, 1), ==, 64);
+        g_assert_cmpuint(g_array_index(ids, guint32, 67), ==, 130);
+        g_assert_cmpuint(g_array_index(ids, guint32, 68), ==, 1000);
+        for (guint i = 0; i < ids->len; i++)
+                g_assert_cmpint(np_mask_nth(m, i), ==, (int) g_array_index(ids, guint32, i));
+        g_assert_cmpint(np_mask_nth(m, 69), ==, -1);
+        unsigned long nbits = 0;
+        g_autofree unsigned long *v = np_mask_to_ulongs(m, 8, &nbits);
+        const unsigned lbits = 8 * sizeof(unsigned long);
+        g_assert_cmpuint(nbits, ==, (1000 / lbits + 1) * lbits);
+        for (unsigned b = 0; b < nbits; b++)
+                g_assert_cmpint(!!(v[b / lbits] & (1UL << (b % lbits))), ==, np_mask_test(m, b));
 }
 
 static void assert_bad(const char *in, int err) {
@@ -221,6 +247,7 @@ static void test_bytes(void) {
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/nodemask/roundtrip", test_roundtrip);
+        g_test_add_func("/nodemask/words", test_words);
         g_test_add_func("/nodemask/bad-input", test_bad_input);
         g_test_add_func("/nodemask/ops", test_ops);
         g_test_add_func("/nodemask/set-range", test_set_range);
