@@ -286,6 +286,19 @@ bool np_manager_is_foreign(NpManager *m, const NpProcess *p) {
         return false;
 }
 
+bool np_manager_kernel_balancing(const NpManager *m) {
+        return (m->kernel_numa_balancing & 1u) != 0;
+}
+
+/* A candidate of the policy whose memory the kernel's NUMA balancing can
+ * move and which is not local yet: the policy leaves it to the kernel
+ * while that makes it local (np-policy.h). */
+static bool left_to_kernel(const NpManager *m, const NpProcess *p) {
+        return np_manager_kernel_balancing(m) && p->significant && p->state == NP_PROC_OBSERVED && p->maps.per_node &&
+                p->maps.balanced_bytes * 2 >= p->maps.total_bytes &&
+                p->locality * 100.0 < (double) m->config->memory_locality_target;
+}
+
 static bool is_significant(NpManager *m, NpProcess *p) {
         const NpConfig *c = m->config;
         /* held, or a move of it is queued or running: the policy's ledger
@@ -323,7 +336,15 @@ int np_manager_update_process(NpManager *m, NpProcess *p) {
         if (!sig) { /* read again when significant again */
                 np_maps_age_invalidate(&p->maps_age);
                 np_details_age_invalidate(&p->details_age);
+                p->significant_usec = 0;
+        } else if (!p->significant_usec) {
+                p->significant_usec = np_now_usec(CLOCK_MONOTONIC);
         }
+        /* one the kernel's balancing is making local: its numa_maps read
+         * every scan it ran (the policy watches its locality rise,
+         * np-policy.h); the kernel moves pages only on its accesses */
+        if (sig && left_to_kernel(m, p) && p->cpu_ticks != p->maps_age.cpu_ticks)
+                np_maps_age_invalidate(&p->maps_age);
         if (sig && np_process_refresh(p, m->topology, m->proc_table, m->config->locality_refresh_scans) < 0)
                 return -ESRCH;
         if (sig != p->significant)
@@ -448,6 +469,31 @@ static bool needs_record(NpManager *m, const NpProcEntry *e, bool cgroup_rules) 
                 np_config_list_match(m->config->include, (unsigned) e->pid, e->comm, NULL);
 }
 
+/* Is p waiting for a follow-up scan: at or above MinProcessMemory, the
+ * policy's to decide, and its CPU use not measured while its memory held
+ * still (np_process_cpu_settled()), with follow-ups left? */
+static bool wants_followup(const NpManager *m, const NpProcess *p) {
+        return p->rss_bytes >= m->config->min_process_memory && !np_process_held(p) && !p->moving_to &&
+                p->state != NP_PROC_EXCLUDED && p->state != NP_PROC_FOREIGN && !np_process_cpu_settled(p) &&
+                p->followups < NP_FOLLOWUP_MAX;
+}
+
+/* The processes that want a follow-up scan, each counted as having had one. */
+static unsigned count_followups(NpManager *m) {
+        unsigned n = 0;
+        GHashTableIter it;
+        gpointer v;
+        g_hash_table_iter_init(&it, m->processes);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                NpProcess *p = v;
+                if (wants_followup(m, p)) {
+                        p->followups++;
+                        n++;
+                }
+        }
+        return n;
+}
+
 /* Returns whether the set of candidates changed. */
 static bool scan_processes(NpManager *m) {
         uint64_t now = np_now_usec(CLOCK_MONOTONIC);
@@ -501,12 +547,15 @@ static bool scan_processes(NpManager *m) {
                         cpu = young_cpu(m, e, uptime);
                         p->cpu_estimated = cpu > 0.0;
                 }
-                if (p->cpu_estimated) {
+                if (p->cpu_estimated || e->new_this_scan) {
+                        /* no interval measured yet: its life so far, or nothing */
                         p->cpu_measured = 0;
+                        p->grew = false;
                 } else if (e->stat_read) {
                         if (p->cpu_measured)
                                 p->cpu_prev = before;
                         p->cpu_measured = MIN(p->cpu_measured + 1, 2u);
+                        p->grew = (double) e->rss_bytes > (double) p->rss_bytes * (1.0 + NP_GROWING_SHARE);
                 }
                 np_process_set_sample(p, e->comm, cpu, e->rss_bytes, e->threads);
                 p->seen = true;
@@ -640,8 +689,6 @@ int np_manager_scan(NpManager *m) {
                 m->node_samples = g_steal_pointer(&samples);
         }
 
-        bool candidates_changed = scan_processes(m);
-
         guint64 nb = 0;
         if (np_read_u64_kept("/proc/sys/kernel/numa_balancing", &nb) == 0 &&
             (unsigned) nb != m->kernel_numa_balancing) {
@@ -649,23 +696,30 @@ int np_manager_scan(NpManager *m) {
                 np_manager_changed(m, NP_MANAGER_NUMA_BALANCING);
         }
 
+        bool candidates_changed = scan_processes(m);
+
         m->scans++;
         m->last_scan_usec = np_now_usec(CLOCK_REALTIME);
         m->last_scan_duration_usec = np_now_usec(CLOCK_MONOTONIC) - start;
         np_manager_changed(m, NP_MANAGER_SCANS | NP_MANAGER_LAST_SCAN | NP_MANAGER_DAEMON_CPU);
 
-        /* Adaptive interval: quiet scans stretch it towards MaxScanIntervalSec,
-         * any change in the set of candidates resets it. */
+        /* Adaptive interval: a process waiting for its measurement brings a
+         * follow-up scan, quiet scans stretch it towards MaxScanIntervalSec,
+         * any change in the set of candidates (or a follow-up) resets it. */
         unsigned sig, held;
         np_manager_count(m, &sig, &held);
         m->held_last = held;
         uint64_t old_interval = m->scan_interval_usec;
-        if (candidates_changed || sig != m->significant_count_last)
+        bool followup = count_followups(m) > 0;
+        if (followup)
+                m->scan_interval_usec = MIN(NP_FOLLOWUP_USEC, m->config->scan_interval_usec);
+        else if (candidates_changed || sig != m->significant_count_last || m->followup_scan)
                 m->scan_interval_usec = m->config->scan_interval_usec;
         else
                 m->scan_interval_usec =
                         MIN(m->scan_interval_usec + m->config->scan_interval_usec, m->config->max_scan_interval_usec);
         m->significant_count_last = sig;
+        m->followup_scan = followup;
         if (old_interval != m->scan_interval_usec)
                 np_manager_changed(m, NP_MANAGER_SCAN_INTERVAL);
         return ret;

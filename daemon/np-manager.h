@@ -111,6 +111,7 @@ typedef struct NpManager {
         bool paused;
         bool status_sent; /* it sent a STATUS= of its own (reload): the next scan's is sent again */
         uint64_t scan_interval_usec; /* in force now (adaptive) */
+        bool followup_scan; /* the next scan is a follow-up (NP_FOLLOWUP_USEC) */
         uint64_t scans; /* timer scans (never method calls) */
         uint64_t last_scan_usec; /* CLOCK_REALTIME */
         uint64_t last_scan_duration_usec;
@@ -157,6 +158,19 @@ void np_manager_setup_backend(NpManager *m);
  * -ENOENT when the topology is gone); the process sample is still taken.
  */
 int np_manager_scan(NpManager *m);
+
+/* A process at or above MinProcessMemory whose CPU use is not yet measured
+ * over an interval in which its memory held still (a new process, or one
+ * still touching its memory) is measured again by a follow-up scan this
+ * soon, at most NP_FOLLOWUP_MAX times, instead of at the next regular
+ * scan; so a steady process is decided about two seconds after it is
+ * first seen. The interval does not stretch while one waits. */
+#define NP_FOLLOWUP_USEC (2 * G_USEC_PER_SEC)
+#define NP_FOLLOWUP_MAX 3u
+
+/* The kernel's automatic NUMA balancing is on (kernel.numa_balancing has
+ * its bit 0 set at the last scan). */
+bool np_manager_kernel_balancing(const NpManager *m);
 
 /* Reload the configuration. 0 on success; on error the old configuration
  * stays, m->config_error is set, the error is logged and returned in *error. */

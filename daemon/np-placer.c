@@ -96,10 +96,14 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out) {
                          * a start (touching its memory at full speed) or a
                          * burst does not buy it more nodes */
                         .cpu = p->cpu_measured >= 2 ? MIN(p->cpu_usage, p->cpu_prev) : p->cpu_usage,
-                        .cpu_estimated = p->cpu_measured < 2,
+                        .cpu_estimated = !np_process_cpu_settled(p),
+                        .growing = p->grew,
                         .threads = p->threads,
                         .mem = np_process_memory_bytes(p),
                         .interleaved = p->maps.interleaved_bytes,
+                        .balanced = p->maps.balanced_bytes,
+                        .locality_before = p->locality_prev,
+                        .significant_usec = p->significant_usec ? now - p->significant_usec : 0,
                         .per_node = p->maps_error == 0 && p->maps.per_node ? p->maps.per_node : NULL,
                         .running = p->running_nodes,
                         .cpu_per_node = p->cpu_per_node,
@@ -127,6 +131,7 @@ static void params_of(NpManager *m, NpPolicyParams *out) {
                 .min_usec_between_moves = c->min_usec_between_moves,
                 .keep_interleaved = c->keep_interleaved,
                 .own_cpu = m->self_cpu,
+                .kernel_balancing = np_manager_kernel_balancing(m),
         };
 }
 

@@ -540,12 +540,17 @@ static char *held(const Ledger *l, const NpPolicyProcess *p) {
                 return g_strdup("it has no memory to place");
         if (l->params->keep_interleaved && p->mem && p->interleaved * 2 >= p->mem)
                 return g_strdup("its memory is interleaved and KeepInterleaved=yes");
+        if (p->cpu_estimated && p->growing)
+                /* touching its memory at full speed: a start or a burst,
+                 * not what to size its node set by */
+                return g_strdup_printf("its memory is still growing (%.1f CPUs while it grew): decided once it "
+                                       "holds still",
+                                       p->cpu);
         if (p->cpu_estimated)
-                /* a new process's life so far includes its start (touching
-                 * its memory at full speed): enough to find it significant
-                 * at once, not to size its node set by */
-                return g_strdup_printf("its CPU use is not measured over two scans yet (%.1f CPUs so far): "
-                                       "decided once it is",
+                /* a new process's life so far includes its start: enough
+                 * to find it significant at once, not to size it by */
+                return g_strdup_printf("its CPU use is not measured yet (%.1f CPUs so far): decided at the "
+                                       "follow-up scan",
                                        p->cpu);
         uint64_t wait = np_policy_move_wait_usec(l->params->min_usec_between_moves, p->failed_moves);
         if (p->since_move_usec < wait && p->failed_moves)
@@ -676,6 +681,45 @@ static NpDecision *place_or_nofit(Ledger *l, const NpPolicyProcess *p, const NpM
                                         why_more ? why_more : ""));
 }
 
+/* Can the kernel's NUMA balancing (on) move most of p's memory? */
+static bool kernel_moves(const Ledger *l, const NpPolicyProcess *p) {
+        return l->params->kernel_balancing && p->per_node && p->mem && p->balanced * 2 >= p->mem;
+}
+
+/* p (a candidate not local yet) is left to the kernel's balancing: why,
+ * or NULL when it is the policy's (NP_POLICY_KERNEL_GRACE_USEC). */
+static char *left_to_kernel(const Ledger *l, const NpPolicyProcess *p) {
+        double loc = locality(p);
+        if (!kernel_moves(l, p) || p->cpu_estimated || loc * 100.0 >= (double) l->params->memory_locality_target)
+                return NULL;
+        g_autofree char *on = fmt_mask(p->running);
+        if (p->significant_usec < NP_POLICY_KERNEL_GRACE_USEC)
+                return g_strdup_printf("%.0f%% of its memory is on the nodes it runs on (%s): left to the kernel's "
+                                       "NUMA balancing, which moves it to its threads (for %.0f s more, then "
+                                       "while it gets more local)",
+                                       loc * 100.0, on,
+                                       (double) (NP_POLICY_KERNEL_GRACE_USEC - p->significant_usec) / 1e6);
+        if (p->locality_before >= 0 && loc - p->locality_before >= NP_POLICY_KERNEL_RISING)
+                return g_strdup_printf("%.0f%% of its memory is on the nodes it runs on (%s), up from %.0f%%: "
+                                       "left to the kernel's NUMA balancing while it gets more local",
+                                       loc * 100.0, on, p->locality_before * 100.0);
+        return NULL;
+}
+
+/* The context of a placement of p that the kernel's balancing could have
+ * made (it did not, in the time it had), or NULL. */
+static char *kernel_gave_up(const Ledger *l, const NpPolicyProcess *p) {
+        if (!kernel_moves(l, p))
+                return l->params->kernel_balancing
+                        ? g_strdup(p->interleaved * 2 >= p->mem ? "the kernel's NUMA balancing does not move "
+                                                                  "interleaved memory; "
+                                                                : "the kernel's NUMA balancing cannot move most "
+                                                                  "of its memory (a memory policy or huge pages); ")
+                        : NULL;
+        return g_strdup_printf("the kernel's NUMA balancing did not make it local in %.0f s; ",
+                               (double) p->significant_usec / 1e6);
+}
+
 static gint cmp_size(gconstpointer a, gconstpointer b, gpointer data) {
         const NpPolicyProcess *procs = data;
         const NpPolicyProcess *x = &procs[*(const guint *) a], *y = &procs[*(const guint *) b];
@@ -743,7 +787,17 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                 out[i] = place_or_nofit(&l, p, p->current, NULL, ctx);
         }
 
-        /* 3: the other candidates, biggest first */
+        /* 3a: left to the kernel's NUMA balancing while it makes them local */
+        for (guint i = 0; i < n_procs; i++) {
+                const NpPolicyProcess *p = &procs[i];
+                char *why = out[i] || p->hold != NP_HOLD_NONE ? NULL : left_to_kernel(&l, p);
+                if (!why)
+                        continue;
+                footprint(&l, p, +1);
+                out[i] = decision(p->pid, NP_DECISION_KEEP, NULL, why);
+        }
+
+        /* 3b: the rest, biggest first */
         g_autoptr(GArray) order = g_array_new(FALSE, FALSE, sizeof(guint));
         for (guint i = 0; i < n_procs; i++)
                 if (!out[i])
@@ -758,12 +812,16 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                     fits(&l, p->running, (double) p->mem, cpu_demand(p), -NP_POLICY_HYSTERESIS)) {
                         footprint(&l, p, +1);
                         out[i] = decision(p->pid, NP_DECISION_KEEP, NULL,
-                                          g_strdup_printf("%.0f%% of its memory is on the nodes it runs on (%s)",
-                                                          loc * 100.0, on));
+                                          g_strdup_printf("%.0f%% of its memory is on the nodes it runs on (%s)%s",
+                                                          loc * 100.0, on,
+                                                          kernel_moves(&l, p) ? "; the kernel's NUMA balancing "
+                                                                                "keeps it local"
+                                                                              : ""));
                         continue;
                 }
-                g_autofree char *ctx =
-                        g_strdup_printf("%.0f%% of its memory is on the nodes it runs on (%s)", loc * 100.0, on);
+                g_autofree char *kernel = kernel_gave_up(&l, p);
+                g_autofree char *ctx = g_strdup_printf("%s%.0f%% of its memory is on the nodes it runs on (%s)",
+                                                       kernel ? kernel : "", loc * 100.0, on);
                 bool local = loc * 100.0 >= (double) params->memory_locality_target && p->running;
                 out[i] = place_or_nofit(&l, p, NULL, local ? p->running : NULL, ctx);
         }

@@ -24,7 +24,9 @@
  *      re-placed, preferring supersets of its nodes (adding a neighbour
  *      moves no page), never back to the nodes it just left unless those
  *      have the room by the same margin;
- *   3. the other candidates, biggest memory first: one whose memory is at
+ *   3. the other candidates: first those left to the kernel's NUMA
+ *      balancing while it makes them local (NP_POLICY_KERNEL_GRACE_USEC),
+ *      counted where they are; then the rest, biggest memory first: one whose memory is at
  *      least MemoryLocalityTarget % on the nodes its threads run on, on
  *      nodes with room, is left alone; the others get the smallest node set
  *      that holds their memory and CPU demand (nodes without memory are
@@ -69,10 +71,15 @@ typedef struct {
         int pid;
         double cpu; /* CPUs it uses */
         bool cpu_estimated; /* cpu is not settled yet: its CPU time over its life so far (a
-                             * process seen for the first time) or one measurement only */
+                             * process seen for the first time) or one measurement while its
+                             * memory grew (np_process_cpu_settled()) */
+        bool growing; /* its resident memory grew since the measurement before: a start */
         unsigned threads; /* its threads (0 = unknown): it never needs more CPUs than that */
         uint64_t mem; /* bytes (numa_maps total, else RSS) */
         uint64_t interleaved; /* bytes in VMAs with an interleave policy */
+        uint64_t balanced; /* bytes the kernel's NUMA balancing can move (default policy, not hugetlb) */
+        double locality_before; /* its locality at the numa_maps read before the last, < 0 = none */
+        uint64_t significant_usec; /* how long it has been significant */
         const GArray *per_node; /* NpNodeBytes where its pages are; NULL = unknown */
         const NpMask *running; /* nodes its busy threads last ran on (may be NULL) */
         const GArray *cpu_per_node; /* NpNodeCpu: where its CPU use is; NULL = spread over running */
@@ -98,6 +105,7 @@ typedef struct {
         bool keep_interleaved;
         double own_cpu; /* CPUs the daemon itself used over the last interval (its moves run
                          * migrate_pages(2) on its worker thread): not load to place around */
+        bool kernel_balancing; /* the kernel's automatic NUMA balancing is on */
 } NpPolicyParams;
 
 typedef enum {
@@ -120,6 +128,17 @@ void np_decision_free(NpDecision *d);
  * target had no room), at most NP_POLICY_MAX_BACKOFF doublings. */
 #define NP_POLICY_MAX_BACKOFF 4
 uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves);
+
+/* Beside the kernel's automatic NUMA balancing (params.kernel_balancing): a
+ * candidate at least half of whose memory it can move (the default memory
+ * policy, not hugetlb) and that is not local yet is left to it for
+ * NP_POLICY_KERNEL_GRACE_USEC after it became significant, and after that
+ * while its locality rises by at least NP_POLICY_KERNEL_RISING from one
+ * numa_maps read to the next; then the policy places it like any other
+ * (the kernel's balancing goes on within the nodes chosen). The others
+ * (interleaved, bound, in huge pages) are the policy's at once. */
+#define NP_POLICY_KERNEL_GRACE_USEC (20 * G_USEC_PER_SEC)
+#define NP_POLICY_KERNEL_RISING 0.02
 
 /* The margin of the ledger's hysteresis, as a share of a node's capacity. */
 #define NP_POLICY_HYSTERESIS 0.10

@@ -36,12 +36,17 @@ const char *np_proc_state_to_string(NpProcState s) {
         return "unknown";
 }
 
+bool np_process_cpu_settled(const NpProcess *p) {
+        return p->cpu_measured >= 2 || (p->cpu_measured == 1 && !p->grew);
+}
+
 NpProcess *np_process_new(int pid, uint64_t starttime) {
         NpProcess *p = g_new0(NpProcess, 1);
         p->pid = pid;
         p->starttime = starttime;
         p->state = NP_PROC_OBSERVED;
         p->locality = 1.0;
+        p->locality_prev = -1.0;
         p->cgroup = g_strdup("");
         p->unit = g_strdup("");
         p->decision = g_strdup("");
@@ -413,6 +418,7 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsi
         }
 
         uint64_t mem_before = np_process_memory_bytes(p);
+        bool had_maps = p->maps.per_node && !p->maps_error;
         NpMapsDue due = maps_max_scans == NP_MAPS_NOW
                 ? NP_MAPS_DUE_NEW
                 : np_maps_refresh_due(&p->maps_age, p->rss_bytes, p->cpu_ticks, maps_max_scans, memory_settled(p));
@@ -455,6 +461,8 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsi
                 threads_idle(p);
                 np_details_age_scan(&p->details_age);
         }
+        if (due != NP_MAPS_KEEP)
+                p->locality_prev = had_maps ? p->locality : -1.0;
         uint64_t local = 0;
         NP_MASK_FOREACH (n, p->running_nodes)
                 local += np_numa_maps_node_bytes(&p->maps, (unsigned) n);

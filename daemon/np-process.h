@@ -49,6 +49,10 @@ typedef enum {
         NP_PROCESS_DECISION = 1u << 10,
 } NpProcessProp;
 
+/* Resident memory that grew by more than this share between two stat
+ * reads: the process is still touching its memory (a start). */
+#define NP_GROWING_SHARE 0.05
+
 /* A thread counts as busy (for running_nodes) from this many CPUs. */
 #define NP_BUSY_THREAD_CPU 0.1
 
@@ -64,6 +68,10 @@ typedef struct {
         bool cpu_estimated; /* cpu_usage is its CPU time over its life (first sight), not a measurement */
         unsigned cpu_measured; /* scans in a row with a measured CPU use, up to 2 */
         double cpu_prev; /* the measurement of the scan before (cpu_measured == 2) */
+        bool grew; /* its resident memory grew by more than NP_GROWING_SHARE since the
+                    * stat read before: still starting (touching its memory) */
+        unsigned followups; /* follow-up scans made for it (np-manager.h, NP_FOLLOWUP_USEC) */
+        uint64_t significant_usec; /* CLOCK_MONOTONIC when it became significant, 0 = it is not */
         uint64_t rss_bytes;
         unsigned threads;
         bool significant; /* published and sampled in detail */
@@ -85,6 +93,7 @@ typedef struct {
         NpMapsAge maps_age; /* when numa_maps was read (LocalityTimestamp), np-maps-refresh.h */
         NpDetailsAge details_age; /* when status, threads and cgroup were read, np-maps-refresh.h */
         double locality; /* share of memory on running_nodes, 0..1 */
+        double locality_prev; /* locality at the numa_maps read before the last, -1 = none */
         char *cgroup; /* cpuset (v1) or unified (v2) path */
         char *unit; /* systemd unit from the cgroup path, or "" */
 
@@ -107,6 +116,11 @@ typedef struct {
 
         uint32_t changed; /* NpProcessProp bits not yet published */
 } NpProcess;
+
+/* Its CPU use is measured (not its life so far) over two scans, or over
+ * one in which its resident memory did not grow (not a start): the policy
+ * sizes it by that. */
+bool np_process_cpu_settled(const NpProcess *p);
 
 NpProcess *np_process_new(int pid, uint64_t starttime);
 void np_process_free(NpProcess *p);

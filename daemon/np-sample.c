@@ -429,6 +429,7 @@ static int numa_maps_line(const char *p, const char *eol, GArray *line_pages, GA
         q = skip_blanks(q);
         bool interleave = (eol - q >= 10 && memcmp(q, "interleave", 10) == 0) ||
                 (eol - q >= 19 && memcmp(q, "weighted interleave", 19) == 0);
+        bool default_policy = eol - q >= 7 && memcmp(q, "default", 7) == 0 && (eol - q == 7 || is_blank(q[7]));
 
         uint64_t page_kb = 4;
         bool huge = false;
@@ -475,6 +476,8 @@ static int numa_maps_line(const char *p, const char *eol, GArray *line_pages, GA
                 m->huge_bytes += line_bytes;
         if (interleave)
                 m->interleaved_bytes += line_bytes;
+        if (default_policy && !huge)
+                m->balanced_bytes += line_bytes;
         return 0;
 }
 

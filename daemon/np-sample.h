@@ -113,12 +113,15 @@ typedef struct {
         uint64_t total_bytes;
         uint64_t huge_bytes; /* part of total in huge pages */
         uint64_t interleaved_bytes; /* part of total in VMAs with an interleave policy */
+        uint64_t balanced_bytes; /* part of total the kernel's NUMA balancing can move: the
+                                  * default policy, not in huge pages */
 } NpNumaMaps;
 
 /* Parse /proc/<pid>/numa_maps: N<node>=<pages> counts times kernelpagesize_kB
  * (4 when absent; huge pages counted at their size). huge_bytes counts lines
  * marked "huge" (hugetlbfs); interleaved_bytes lines whose policy starts with
- * "interleave" or "weighted interleave". Lines without pages are fine, an
+ * "interleave" or "weighted interleave"; balanced_bytes lines with the
+ * "default" policy that are not "huge". Lines without pages are fine, an
  * empty buffer gives an empty result. 0 and *out overwritten, or -EINVAL
  * (out untouched) for a malformed line. Free with np_numa_maps_clear()
  * (idempotent). */

@@ -28,6 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 FUZZ_ASSERT(np_mask_weight(nodes) == m.per_node->len);
                 FUZZ_ASSERT(m.huge_bytes <= m.total_bytes);
                 FUZZ_ASSERT(m.interleaved_bytes <= m.total_bytes);
+                /* balanced lines are neither huge nor interleaved */
+                FUZZ_ASSERT(m.balanced_bytes + m.interleaved_bytes <= m.total_bytes);
+                FUZZ_ASSERT(m.balanced_bytes + m.huge_bytes <= m.total_bytes);
                 np_numa_maps_clear(&m);
                 np_numa_maps_clear(&m);
         }

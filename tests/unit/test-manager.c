@@ -13,6 +13,7 @@
 
 #include "np-manager-actions.h"
 #include "np-manager.h"
+#include "np-placer.h"
 #include "np-sysroot.h"
 
 typedef struct {
@@ -220,6 +221,116 @@ static void set_utime(Fixture *f, unsigned utime) {
         g_assert_true(g_file_set_contents(stat, out, -1, NULL));
 }
 
+/* Write the fixture's stat of 4242 (bigdb) with utime `utime` and
+ * `rss_pages` resident pages. */
+static void set_stat(Fixture *f, unsigned utime, unsigned rss_pages) {
+        set_utime(f, utime);
+        g_autofree char *stat = fixture_path(f, "proc/4242/stat");
+        g_autofree char *st = NULL;
+        g_assert_true(g_file_get_contents(stat, &st, NULL, NULL));
+        g_autoptr(GRegex) re = g_regex_new("^(4242 \\(bigdb\\) R( [^ ]+){20}) [0-9]+ ", 0, 0, NULL);
+        g_autofree char *with = g_strdup_printf("\\1 %u ", rss_pages);
+        g_autofree char *out = g_regex_replace(re, st, -1, 0, with, 0, NULL);
+        g_assert_true(g_file_set_contents(stat, out, -1, NULL));
+}
+
+/* One scan 100 ms after the last (so that 10 ticks of CPU time are about
+ * one CPU), and the policy after it (Mode=advise: decisions published,
+ * nothing moved). */
+static void scan_and_decide(Fixture *f) {
+        g_usleep(100 * 1000);
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        np_placer_run(f->m);
+}
+
+/* The follow-up scan (NP_FOLLOWUP_USEC) on a sequence of snapshots: a
+ * process that crossed MinProcessMemory is measured again at a follow-up
+ * instead of the next regular scan; one still touching its memory (a
+ * start-up burst) is not decided while its memory grows and not at all
+ * once it idles; a steady one is decided at the follow-up. */
+static void test_followup(Fixture *f, gconstpointer data) {
+        NpConfig *c = f->m->config;
+        c->mode = NP_MODE_ADVISE;
+        c->min_process_cpu = 0.3;
+        c->scan_interval_usec = 5 * G_USEC_PER_SEC;
+        unsigned utime = 1000;
+
+        /* a start-up burst: seen at 128 MB, its CPU unknown */
+        set_stat(f, utime, 32768);
+        scan_and_decide(f);
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+        g_assert_false(p->significant);
+        g_assert_cmpuint(f->m->scan_interval_usec, ==, NP_FOLLOWUP_USEC);
+        /* busy and growing to 1 GB: significant, not decided */
+        set_stat(f, utime += 10, 262144);
+        scan_and_decide(f);
+        g_assert_true(p->significant);
+        g_assert_true(p->grew);
+        g_assert_nonnull(strstr(p->decision, "its memory is still growing"));
+        g_assert_cmpint(p->state, ==, NP_PROC_OBSERVED);
+        g_assert_cmpuint(f->m->scan_interval_usec, ==, NP_FOLLOWUP_USEC);
+        /* the burst is over: idle, no longer significant, never advised */
+        scan_and_decide(f);
+        g_assert_false(p->significant);
+        g_assert_cmpint(p->state, ==, NP_PROC_OBSERVED);
+        g_assert_null(p->target);
+        g_assert_cmpuint(f->m->scan_interval_usec, ==, c->scan_interval_usec);
+
+        /* a steady process (a new one at the same pid: its start time
+         * differs): seen at 1 GB, busy at the follow-up with its memory
+         * held: decided there (the advice: node 0, which has 75% of it) */
+        g_autofree char *stat = fixture_path(f, "proc/4242/stat");
+        g_autofree char *st = NULL;
+        g_assert_true(g_file_get_contents(stat, &st, NULL, NULL));
+        g_autoptr(GString) s2 = g_string_new(st);
+        g_assert_cmpuint(g_string_replace(s2, " 20481 ", " 20999 ", 1), ==, 1);
+        g_assert_true(g_file_set_contents(stat, s2->str, -1, NULL));
+        scan_and_decide(f);
+        p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+        g_assert_cmpuint(p->starttime, ==, 20999);
+        g_assert_cmpuint(f->m->scan_interval_usec, ==, NP_FOLLOWUP_USEC);
+        set_stat(f, utime += 10, 262144);
+        scan_and_decide(f);
+        g_assert_true(p->significant);
+        g_assert_false(p->grew);
+        g_assert_true(np_process_cpu_settled(p));
+        g_assert_cmpint(p->state, ==, NP_PROC_ADVISED);
+        g_autofree char *target = np_mask_format(p->target);
+        g_assert_cmpstr(target, ==, "0");
+        g_assert_cmpuint(f->m->scan_interval_usec, ==, c->scan_interval_usec);
+}
+
+/* With the kernel's NUMA balancing on, a significant process it can make
+ * local (the default policy) and that is not local is read every scan it
+ * runs, so the policy sees whether the kernel is getting it there; with
+ * the balancing off, by the age rule. */
+static void test_kernel_watch(Fixture *f, gconstpointer data) {
+        g_autofree char *nb = fixture_path(f, "proc/sys/kernel/numa_balancing");
+        unsigned utime = 1000;
+        set_stat(f, utime, 262144);
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_true(np_manager_kernel_balancing(f->m));
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+        g_assert_true(p->maps.balanced_bytes * 2 >= p->maps.total_bytes);
+        g_assert_cmpfloat(p->locality, <, 0.9);
+        for (unsigned i = 0; i < 3; i++) {
+                set_stat(f, utime += 10, 262144);
+                g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+                g_assert_cmpuint(p->maps_age.scans, ==, 0);
+                g_assert_cmpfloat(p->locality_prev, ==, p->locality);
+        }
+        g_assert_true(g_file_set_contents(nb, "0\n", -1, NULL));
+        set_stat(f, utime += 10, 262144);
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_false(np_manager_kernel_balancing(f->m));
+        set_stat(f, utime += 10, 262144);
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpuint(p->maps_age.scans, >, 0);
+}
+
 /* A busy process whose cpuset allows one memory node, with every page there
  * (what a placement on one node leaves), has its numa_maps read when it
  * becomes significant and then not by age (np-maps-refresh.h); once its
@@ -228,6 +339,10 @@ static void set_utime(Fixture *f, unsigned utime) {
 static void test_settled_memory(Fixture *f, gconstpointer data) {
         g_autofree char *status = fixture_path(f, "proc/4242/status");
         g_autofree char *maps = fixture_path(f, "proc/4242/numa_maps");
+        g_autofree char *nb = fixture_path(f, "proc/sys/kernel/numa_balancing");
+        /* the age rule alone: with the kernel's balancing on, a process not
+         * local is read every scan it runs (test_kernel_watch) */
+        g_assert_true(g_file_set_contents(nb, "0\n", -1, NULL));
         g_autofree char *orig = NULL;
         g_assert_true(g_file_get_contents(status, &orig, NULL, NULL));
         GString *n = g_string_new(orig);
@@ -423,6 +538,8 @@ int main(int argc, char **argv) {
         ADD("/manager/records-only-for-candidates", "2node", test_records_only_for_candidates);
         ADD("/manager/change-records", "2node", test_change_records);
         ADD("/manager/young-process-cpu", "2node", test_young_process_cpu);
+        ADD("/manager/followup", "2node", test_followup);
+        ADD("/manager/kernel-watch", "4node", test_kernel_watch);
 #undef ADD
         return g_test_run();
 }

@@ -349,8 +349,14 @@ static void test_estimated_cpu_waits(void) {
         NpPolicyProcess *q = process(&m, 101, 0.3, "2", (unsigned[]){ 75, 75, 75, 75 });
         q->cpu_estimated = true;
         g_autoptr(GPtrArray) d = decide(&m);
-        assert_keep(d, 0, "its CPU use is not measured over two scans yet (0.9 CPUs");
-        assert_keep(d, 1, "decided once it is");
+        assert_keep(d, 0, "its CPU use is not measured yet (0.9 CPUs so far)");
+        assert_keep(d, 1, "decided at the follow-up scan");
+
+        /* measured while its memory grew: a start, not decided either */
+        q->growing = true;
+        g_autoptr(GPtrArray) dg = decide(&m);
+        assert_keep(dg, 1, "its memory is still growing (0.3 CPUs while it grew)");
+        q->growing = false;
 
         /* measured, the same figures are decided on */
         p->cpu_estimated = false;
@@ -883,6 +889,62 @@ static void test_advise(void) {
         machine_clear(&m);
 }
 
+/* Beside the kernel's NUMA balancing: a candidate whose memory it can move
+ * (the default policy) is left to it for NP_POLICY_KERNEL_GRACE_USEC and
+ * then while its locality rises; counted where it is meanwhile, so another
+ * process is not put on the node the kernel is filling. One with an
+ * interleave policy is the policy's at once. The Decisions say which. */
+static void test_kernel_balancing(void) {
+        Machine m;
+        machine_init(&m, 4, 1, 512 * MiB);
+        m.params.kernel_balancing = true;
+        /* b: 320 MiB, the kernel has 70% of it on node 3, where it runs */
+        NpPolicyProcess *a = process(&m, 100, 0.9, "1", (unsigned[]){ 80, 80, 80, 80 });
+        a->interleaved = a->mem;
+        NpPolicyProcess *b = process(&m, 101, 0.9, "3", (unsigned[]){ 32, 32, 32, 224 });
+        b->balanced = b->mem;
+        b->significant_usec = 5 * G_USEC_PER_SEC;
+        g_autoptr(GPtrArray) d = decide(&m);
+        /* a goes anywhere but node 3, which b's kernel-made locality claims */
+        g_assert_cmpint(dec(d, 0)->kind, ==, NP_DECISION_MOVE);
+        g_assert_false(np_mask_test(dec(d, 0)->nodes, 3));
+        g_assert_nonnull(strstr(dec(d, 0)->why, "the kernel's NUMA balancing does not move interleaved memory"));
+        assert_keep(d, 1, "70% of its memory is on the nodes it runs on (3): left to the kernel's NUMA balancing");
+
+        /* after the grace, while it rises: still the kernel's */
+        b->significant_usec = NP_POLICY_KERNEL_GRACE_USEC + 1;
+        b->locality_before = 0.55;
+        g_autoptr(GPtrArray) d2 = decide(&m);
+        assert_keep(d2, 1, "up from 55%: left to the kernel's NUMA balancing while it gets more local");
+
+        /* stalled: the policy places it on the node the kernel filled */
+        b->locality_before = 0.69;
+        g_autoptr(GPtrArray) d3 = decide(&m);
+        assert_move(d3, 1, "3");
+        g_assert_nonnull(strstr(dec(d3, 1)->why, "the kernel's NUMA balancing did not make it local in 20 s"));
+
+        /* local: the kernel keeps it so */
+        b->locality_before = 0.90;
+        g_array_index(m.per_node[1], NpNodeBytes, 3).bytes = 310 * MiB;
+        g_array_index(m.per_node[1], NpNodeBytes, 0).bytes = 10 * MiB;
+        g_array_index(m.per_node[1], NpNodeBytes, 1).bytes = 0;
+        g_array_index(m.per_node[1], NpNodeBytes, 2).bytes = 0;
+        g_autoptr(GPtrArray) d4 = decide(&m);
+        assert_keep(d4, 1, "the kernel's NUMA balancing keeps it local");
+
+        /* balancing off: the same b is the policy's at once */
+        g_array_index(m.per_node[1], NpNodeBytes, 3).bytes = 224 * MiB;
+        g_array_index(m.per_node[1], NpNodeBytes, 0).bytes = 32 * MiB;
+        g_array_index(m.per_node[1], NpNodeBytes, 1).bytes = 32 * MiB;
+        g_array_index(m.per_node[1], NpNodeBytes, 2).bytes = 32 * MiB;
+        m.params.kernel_balancing = false;
+        b->significant_usec = 5 * G_USEC_PER_SEC;
+        g_autoptr(GPtrArray) d5 = decide(&m);
+        assert_move(d5, 1, "3");
+        g_assert_null(strstr(dec(d5, 1)->why, "kernel"));
+        machine_clear(&m);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/policy/one-node-where-memory-is", test_one_node_where_memory_is);
@@ -896,6 +958,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/two-big-processes-split", test_two_big_processes_split);
         g_test_add_func("/policy/three-processes-each-own-node", test_three_processes_each_own_node);
         g_test_add_func("/policy/estimated-cpu-waits", test_estimated_cpu_waits);
+        g_test_add_func("/policy/kernel-balancing", test_kernel_balancing);
         g_test_add_func("/policy/own-cpu-not-load", test_own_cpu_not_load);
         g_test_add_func("/policy/reserved-cpus-cpuless-nodes", test_reserved_cpus_and_cpuless_nodes);
         g_test_add_func("/policy/nothing-fits", test_nothing_fits);

@@ -514,6 +514,8 @@ static void test_numa_maps_parse(void) {
         g_assert_cmpuint(np_numa_maps_node_bytes(&m, 130), ==, 64 * MIB);
         g_assert_cmpuint(m.huge_bytes, ==, 4 * MIB);
         g_assert_cmpuint(m.interleaved_bytes, ==, 4096 * 4 * KIB + 2 * 4 * KIB);
+        /* the kernel's balancing: default policy, not huge (64 MiB on N130, 5 pages on N1) */
+        g_assert_cmpuint(m.balanced_bytes, ==, 64 * MIB + 5 * 4 * KIB);
         uint64_t sum = 0;
         unsigned prev = 0;
         for (unsigned i = 0; i < m.per_node->len; i++) {
