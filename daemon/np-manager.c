@@ -291,9 +291,8 @@ bool np_manager_kernel_balancing(const NpManager *m) {
 }
 
 /* A candidate of the policy whose memory the kernel's NUMA balancing can
- * move and which is not local yet: the policy leaves it to the kernel
- * while that makes it local (np-policy.h). */
-static bool left_to_kernel(const NpManager *m, const NpProcess *p) {
+ * move and which is not local yet. */
+static bool kernel_moving(const NpManager *m, const NpProcess *p) {
         return np_manager_kernel_balancing(m) && p->significant && p->state == NP_PROC_OBSERVED && p->maps.per_node &&
                 p->maps.balanced_bytes * 2 >= p->maps.total_bytes &&
                 p->locality * 100.0 < (double) m->config->memory_locality_target;
@@ -336,14 +335,11 @@ int np_manager_update_process(NpManager *m, NpProcess *p) {
         if (!sig) { /* read again when significant again */
                 np_maps_age_invalidate(&p->maps_age);
                 np_details_age_invalidate(&p->details_age);
-                p->significant_usec = 0;
-        } else if (!p->significant_usec) {
-                p->significant_usec = np_now_usec(CLOCK_MONOTONIC);
         }
-        /* one the kernel's balancing is making local: its numa_maps read
-         * every scan it ran (the policy watches its locality rise,
-         * np-policy.h); the kernel moves pages only on its accesses */
-        if (sig && left_to_kernel(m, p) && p->cpu_ticks != p->maps_age.cpu_ticks)
+        /* one whose pages the kernel's balancing may be moving: its
+         * numa_maps read every scan it ran, so the policy decides on where
+         * they are now (the kernel moves pages only on its accesses) */
+        if (sig && kernel_moving(m, p) && p->cpu_ticks != p->maps_age.cpu_ticks)
                 np_maps_age_invalidate(&p->maps_age);
         if (sig && np_process_refresh(p, m->topology, m->proc_table, m->config->locality_refresh_scans) < 0)
                 return -ESRCH;

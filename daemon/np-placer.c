@@ -103,7 +103,6 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out) {
                         .interleaved = p->maps.interleaved_bytes,
                         .balanced = p->maps.balanced_bytes,
                         .locality_before = p->locality_prev,
-                        .significant_usec = p->significant_usec ? now - p->significant_usec : 0,
                         .per_node = p->maps_error == 0 && p->maps.per_node ? p->maps.per_node : NULL,
                         .running = p->running_nodes,
                         .cpu_per_node = p->cpu_per_node,

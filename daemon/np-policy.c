@@ -292,9 +292,9 @@ static int cmp_present(const NpPolicyProcess *p, uint64_t a, uint64_t b);
 /* Is a better than b? Both hold p at TargetUtilization (grow()), and a set
  * that holds it is as good as one with more room: fewer nodes, then more
  * pages already there (within cmp_present()'s tolerance), then nearer, and
- * only between sets as near, more room, then where its threads run now,
- * then lower ids. */
-static bool better(const NpPolicyProcess *p, const Choice *a, const Choice *b) {
+ * only between sets as near, more room, then where its threads run now
+ * (before room when the kernel's balancing is on), then lower ids. */
+static bool better(const Ledger *l, const NpPolicyProcess *p, const Choice *a, const Choice *b) {
         unsigned wa = np_mask_weight(a->set), wb = np_mask_weight(b->set);
         if (wa != wb)
                 return wa < wb;
@@ -303,6 +303,10 @@ static bool better(const NpPolicyProcess *p, const Choice *a, const Choice *b) {
                 return cp > 0;
         if (a->dist != b->dist)
                 return a->dist < b->dist;
+        /* with the kernel's balancing on, where its threads run is where
+         * the kernel moves its pages to: go with it */
+        if (l->params->kernel_balancing && a->runs_there != b->runs_there)
+                return a->runs_there;
         if (fabs(a->room - b->room) > 1.0)
                 return a->room > b->room;
         if (a->runs_there != b->runs_there)
@@ -366,7 +370,7 @@ static void consider(const Ledger *l, const NpPolicyProcess *p, NpMask *set, con
         double rc;
         room(l, set, &c.room, &rc, NULL, NULL);
         c.room -= (double) p->mem;
-        if (!best->set || better(p, &c, best)) {
+        if (!best->set || better(l, p, &c, best)) {
                 np_mask_free(best->set);
                 *best = c;
         } else {
@@ -686,38 +690,22 @@ static bool kernel_moves(const Ledger *l, const NpPolicyProcess *p) {
         return l->params->kernel_balancing && p->per_node && p->mem && p->balanced * 2 >= p->mem;
 }
 
-/* p (a candidate not local yet) is left to the kernel's balancing: why,
- * or NULL when it is the policy's (NP_POLICY_KERNEL_GRACE_USEC). */
-static char *left_to_kernel(const Ledger *l, const NpPolicyProcess *p) {
-        double loc = locality(p);
-        if (!kernel_moves(l, p) || p->cpu_estimated || loc * 100.0 >= (double) l->params->memory_locality_target)
+/* What the kernel's balancing (on) does about p, which the policy is about
+ * to place, as the start of its Decision; NULL when it is off. */
+static char *kernel_context(const Ledger *l, const NpPolicyProcess *p) {
+        if (!l->params->kernel_balancing)
                 return NULL;
-        g_autofree char *on = fmt_mask(p->running);
-        if (p->significant_usec < NP_POLICY_KERNEL_GRACE_USEC)
-                return g_strdup_printf("%.0f%% of its memory is on the nodes it runs on (%s): left to the kernel's "
-                                       "NUMA balancing, which moves it to its threads (for %.0f s more, then "
-                                       "while it gets more local)",
-                                       loc * 100.0, on,
-                                       (double) (NP_POLICY_KERNEL_GRACE_USEC - p->significant_usec) / 1e6);
-        if (p->locality_before >= 0 && loc - p->locality_before >= NP_POLICY_KERNEL_RISING)
-                return g_strdup_printf("%.0f%% of its memory is on the nodes it runs on (%s), up from %.0f%%: "
-                                       "left to the kernel's NUMA balancing while it gets more local",
-                                       loc * 100.0, on, p->locality_before * 100.0);
-        return NULL;
-}
-
-/* The context of a placement of p that the kernel's balancing could have
- * made (it did not, in the time it had), or NULL. */
-static char *kernel_gave_up(const Ledger *l, const NpPolicyProcess *p) {
         if (!kernel_moves(l, p))
-                return l->params->kernel_balancing
-                        ? g_strdup(p->interleaved * 2 >= p->mem ? "the kernel's NUMA balancing does not move "
-                                                                  "interleaved memory; "
-                                                                : "the kernel's NUMA balancing cannot move most "
-                                                                  "of its memory (a memory policy or huge pages); ")
-                        : NULL;
-        return g_strdup_printf("the kernel's NUMA balancing did not make it local in %.0f s; ",
-                               (double) p->significant_usec / 1e6);
+                return g_strdup(p->interleaved * 2 >= p->mem ? "the kernel's NUMA balancing does not move "
+                                                               "interleaved memory; "
+                                                             : "the kernel's NUMA balancing cannot move most of "
+                                                               "its memory (a memory policy or huge pages); ");
+        double loc = locality(p);
+        if (p->locality_before >= 0 && loc - p->locality_before >= NP_POLICY_KERNEL_RISING)
+                return g_strdup_printf("the kernel's NUMA balancing is moving its memory to its threads (up from "
+                                       "%.0f%%), numaplaced finishes it in one move; ",
+                                       p->locality_before * 100.0);
+        return g_strdup("the kernel's NUMA balancing has not made it local; ");
 }
 
 static gint cmp_size(gconstpointer a, gconstpointer b, gpointer data) {
@@ -787,14 +775,25 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                 out[i] = place_or_nofit(&l, p, p->current, NULL, ctx);
         }
 
-        /* 3a: left to the kernel's NUMA balancing while it makes them local */
+        /* 3a: the candidates already local, on nodes that hold them: they
+         * keep their nodes before anyone else is placed (do no harm: the
+         * kernel's balancing may have just made them so) */
         for (guint i = 0; i < n_procs; i++) {
                 const NpPolicyProcess *p = &procs[i];
-                char *why = out[i] || p->hold != NP_HOLD_NONE ? NULL : left_to_kernel(&l, p);
-                if (!why)
+                if (out[i])
                         continue;
+                double loc = locality(p);
+                if (loc * 100.0 < (double) params->memory_locality_target || !p->running ||
+                    !fits(&l, p->running, (double) p->mem, cpu_demand(p), -NP_POLICY_HYSTERESIS))
+                        continue;
+                g_autofree char *on = fmt_mask(p->running);
                 footprint(&l, p, +1);
-                out[i] = decision(p->pid, NP_DECISION_KEEP, NULL, why);
+                out[i] = decision(p->pid, NP_DECISION_KEEP, NULL,
+                                  g_strdup_printf("%.0f%% of its memory is on the nodes it runs on (%s)%s", loc * 100.0,
+                                                  on,
+                                                  kernel_moves(&l, p) ? "; the kernel's NUMA balancing keeps it "
+                                                                        "local"
+                                                                      : ""));
         }
 
         /* 3b: the rest, biggest first */
@@ -808,18 +807,7 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                 const NpPolicyProcess *p = &procs[i];
                 double loc = locality(p);
                 g_autofree char *on = fmt_mask(p->running);
-                if (loc * 100.0 >= (double) params->memory_locality_target && p->running &&
-                    fits(&l, p->running, (double) p->mem, cpu_demand(p), -NP_POLICY_HYSTERESIS)) {
-                        footprint(&l, p, +1);
-                        out[i] = decision(p->pid, NP_DECISION_KEEP, NULL,
-                                          g_strdup_printf("%.0f%% of its memory is on the nodes it runs on (%s)%s",
-                                                          loc * 100.0, on,
-                                                          kernel_moves(&l, p) ? "; the kernel's NUMA balancing "
-                                                                                "keeps it local"
-                                                                              : ""));
-                        continue;
-                }
-                g_autofree char *kernel = kernel_gave_up(&l, p);
+                g_autofree char *kernel = kernel_context(&l, p);
                 g_autofree char *ctx = g_strdup_printf("%s%.0f%% of its memory is on the nodes it runs on (%s)",
                                                        kernel ? kernel : "", loc * 100.0, on);
                 bool local = loc * 100.0 >= (double) params->memory_locality_target && p->running;

@@ -24,9 +24,9 @@
  *      re-placed, preferring supersets of its nodes (adding a neighbour
  *      moves no page), never back to the nodes it just left unless those
  *      have the room by the same margin;
- *   3. the other candidates: first those left to the kernel's NUMA
- *      balancing while it makes them local (NP_POLICY_KERNEL_GRACE_USEC),
- *      counted where they are; then the rest, biggest memory first: one whose memory is at
+ *   3. the other candidates: first those already local (below), which
+ *      keep their nodes before anyone else is placed; then the rest,
+ *      biggest memory first: one whose memory is at
  *      least MemoryLocalityTarget % on the nodes its threads run on, on
  *      nodes with room, is left alone; the others get the smallest node set
  *      that holds their memory and CPU demand (nodes without memory are
@@ -35,7 +35,8 @@
  *      move, within 2% of its memory), nearest nodes (sum of distances),
  *      most room left (every set chosen from holds it at
  *      TargetUtilization: more room decides only between sets as near),
- *      the nodes its threads run on; a process
+ *      the nodes its threads run on (before room when the kernel's NUMA
+ *      balancing is on: it moves pages to the threads); a process
  *      whose demand needs every node is left spread (do no harm); when
  *      nothing fits it is left where it is (NOFIT).
  *
@@ -79,7 +80,6 @@ typedef struct {
         uint64_t interleaved; /* bytes in VMAs with an interleave policy */
         uint64_t balanced; /* bytes the kernel's NUMA balancing can move (default policy, not hugetlb) */
         double locality_before; /* its locality at the numa_maps read before the last, < 0 = none */
-        uint64_t significant_usec; /* how long it has been significant */
         const GArray *per_node; /* NpNodeBytes where its pages are; NULL = unknown */
         const NpMask *running; /* nodes its busy threads last ran on (may be NULL) */
         const GArray *cpu_per_node; /* NpNodeCpu: where its CPU use is; NULL = spread over running */
@@ -129,15 +129,9 @@ void np_decision_free(NpDecision *d);
 #define NP_POLICY_MAX_BACKOFF 4
 uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves);
 
-/* Beside the kernel's automatic NUMA balancing (params.kernel_balancing): a
- * candidate at least half of whose memory it can move (the default memory
- * policy, not hugetlb) and that is not local yet is left to it for
- * NP_POLICY_KERNEL_GRACE_USEC after it became significant, and after that
- * while its locality rises by at least NP_POLICY_KERNEL_RISING from one
- * numa_maps read to the next; then the policy places it like any other
- * (the kernel's balancing goes on within the nodes chosen). The others
- * (interleaved, bound, in huge pages) are the policy's at once. */
-#define NP_POLICY_KERNEL_GRACE_USEC (20 * G_USEC_PER_SEC)
+/* Locality that rose by at least this much from one numa_maps read to the
+ * next: the kernel's NUMA balancing is moving the process's pages (said in
+ * its Decision). */
 #define NP_POLICY_KERNEL_RISING 0.02
 
 /* The margin of the ledger's hysteresis, as a share of a node's capacity. */

@@ -71,7 +71,6 @@ typedef struct {
         bool grew; /* its resident memory grew by more than NP_GROWING_SHARE since the
                     * stat read before: still starting (touching its memory) */
         unsigned followups; /* follow-up scans made for it (np-manager.h, NP_FOLLOWUP_USEC) */
-        uint64_t significant_usec; /* CLOCK_MONOTONIC when it became significant, 0 = it is not */
         uint64_t rss_bytes;
         unsigned threads;
         bool significant; /* published and sampled in detail */

@@ -3,19 +3,26 @@
 """bench-policy: the placement policy (issue 8) against numad and the
 kernel's automatic NUMA balancing, in the same 4-node QEMU VM setup.
 
-Two scenarios, each run three ways, one fresh boot per way and run (4 nodes
+Three scenarios, each run four ways, one fresh boot per way and run (4 nodes
 x 512 MB, one vCPU each, cgroup v1):
 
   1  interleaved  two busy 320 MB processes whose memory was allocated
                   interleaved over 0-3, then the policy set back to default
   2  interleave   the same with the interleave policy left on the memory
                   (the case automatic NUMA balancing never touches)
+  3  numa01       autonuma-benchmark's numa01 shape: a process and its
+                  child, both busy (0.6 CPUs each) on 256 MB of shared
+                  memory first touched on node 0 (locality a: the parent,
+                  b: the child)
 
   numaplaced  the daemon at default settings (Mode=enforce), started before
               the workloads; numa_balancing=disable
   numad       Debian's numad (20150602) at its default settings, started
               before the workloads; numa_balancing=disable
   kernel      no placer; numa_balancing=enable on the kernel command line
+  both        numaplaced as above with numa_balancing=enable (as distributions
+              ship their kernels): who handles each process is in its
+              Decision, printed at the end
 
 "Busy" is np-workload --sweep --duty 90 --no-pin (a sweep for 90 ms of every
 100 ms: 0.9 CPUs, above the default MinProcessCPU=0.5 with room to spare;
@@ -36,11 +43,11 @@ of its work: sampling, deciding, its bus; seconds per minute of such
 samples, comparable between the ways whenever each acted), and
 numa_pte_updates / numa_hint_faults. With --runs N the figures are
 mmtests-style statistics (Min, Mean, TrimMean, Stddev, Max). --png draws
-locality over time for the three ways (gnuplot, Debian's gnuplot-nox).
+locality over time for the four ways (gnuplot, Debian's gnuplot-nox).
 
     meson test -C BUILD --benchmark policy -v
     NP_BUILD_ROOT=BUILD python3 tests/bench/bench-policy.py [--runs 1]
-        [--duration 360] [--ways numaplaced,numad,kernel] [--scenarios 1,2]
+        [--duration 360] [--ways numaplaced,numad,kernel,both] [--scenarios 1,2,3]
         [--png FILE] [--json FILE]
     python3 tests/bench/bench-policy.py --report FILE.json [--png FILE]
 """
@@ -61,9 +68,18 @@ from benchstat import stats  # noqa: E402
 
 TOPO = npvm.Topology(4, mem_mb=512, cpus=1)
 BUSY = "--mb 320 --interleave 0-3 --no-thp --sweep --duty 90 --no-pin"
-SCENARIOS = {"1": ("interleaved, policy reset", "--reset-policy"),
-             "2": ("interleave policy left set", "")}
-WAYS = ("numaplaced", "numad", "kernel")
+TWO = ("a=$(np_start_workload /tmp/a {busy}) || exit 1\n"
+       "b=$(np_start_workload /tmp/b {busy}) || exit 1\n")
+# numa01 (autonuma-benchmark's shape): one process and its child, both busy
+# on 256 MB of shared memory first touched on node 0 (bound there while it
+# was touched, then the default policy); 16 MB private to the first
+NUMA01 = ("a=$(np_start_workload /tmp/a --mb 16 --share-mb 256 --share-busy --bind 0 --reset-policy --no-thp "
+          "--sweep --duty 60 --no-pin) || exit 1\n"
+          "b=$(sed -n 's/^CHILD pid=//p' /tmp/a.out)\n")
+SCENARIOS = {"1": ("interleaved, policy reset", TWO.replace("{busy}", BUSY + " --reset-policy")),
+             "2": ("interleave policy left set", TWO.replace("{busy}", BUSY)),
+             "3": ("numa01: two processes on shared memory first touched on node 0", NUMA01)}
+WAYS = ("numaplaced", "numad", "kernel", "both")
 STEADY_FROM = 120  # seconds after the workloads started: every way has acted by then
 
 SCRIPT = r"""
@@ -77,7 +93,7 @@ cpu_ticks() { awk '{ print $14 + $15 }' /proc/$1/stat 2>/dev/null; }
 sys_ticks() { awk '{ print $15 }' /proc/$1/stat 2>/dev/null; }
 WAY={way}
 case $WAY in
-numaplaced)
+numaplaced|both)
 	np_start_dbus || exit 1
 	np_start_numaplaced /etc/np.conf || exit 1
 	PLACER=$NP_DAEMON_PID ;;
@@ -94,9 +110,7 @@ m0=$(np_vmstat pgmigrate_success)
 u0=$(np_vmstat numa_pte_updates)
 f0=$(np_vmstat numa_hint_faults)
 t0=$(cut -d' ' -f1 /proc/uptime)
-a=$(np_start_workload /tmp/a {busy}) || exit 1
-b=$(np_start_workload /tmp/b {busy}) || exit 1
-np_result start $t0
+{start}np_result start $t0
 np_result kb.a $(np_numa_kb $a)
 np_result kb.b $(np_numa_kb $b)
 end=$(( $(date +%s) + {duration} ))
@@ -111,11 +125,15 @@ np_result final.b $(np_numa_kb $b)
 [ -n "$PLACER" ] && np_result placer.ticks $(cpu_ticks $PLACER)
 [ -n "$PLACER" ] && np_result placer.sys_ticks $(sys_ticks $PLACER)
 np_result hz $(getconf CLK_TCK 2>/dev/null || echo 100)
-kill $a $b
 case $WAY in
-numaplaced) np_stop_numaplaced ;;
+numaplaced|both)
+	for p in $a $b; do
+		np_result decision $p "$(busctl get-property org.numaplaced1 /org/numaplaced1/process/$p org.numaplaced1.Process Decision 2>/dev/null | cut -d' ' -f2-)"
+	done
+	np_stop_numaplaced ;;
 numad) np_capture numad.log grep -i -e "moved" -e "advis" /var/log/numad.log ;;
 esac
+kill $a $b
 """
 
 
@@ -126,19 +144,19 @@ def fmt(st, prec=1, none="never"):
 
 
 def run_one(args, scenario, way):
-    label, extra = SCENARIOS[scenario]
+    label, start = SCENARIOS[scenario]
     cmdline = list(npvm.DEFAULT_CMDLINE)
-    if way == "kernel":
+    if way in ("kernel", "both"):
         cmdline = [c for c in cmdline if not c.startswith("numa_balancing=")] + ["numa_balancing=enable"]
     vm = npvm.VM(f"bench-policy-{scenario}-{way}", TOPO, cgroup="v1", cmdline=cmdline)
     vm.add_workload()
-    if way == "numaplaced":
+    if way in ("numaplaced", "both"):
         vm.add_dbus()
         vm.add_daemon()
         vm.add_file("etc/np.conf", "[Daemon]\nMode=enforce\n")
     if way == "numad":
         vm.add_commands("numad")
-    script = SCRIPT.replace("{way}", way).replace("{busy}", f"{BUSY} {extra}").replace(
+    script = SCRIPT.replace("{way}", way).replace("{start}", start).replace(
         "{duration}", str(args.duration))
     res = vm.run(script, timeout=args.duration + 240)
     if not res.completed or res.rc != 0:
@@ -190,6 +208,7 @@ def run_one(args, scenario, way):
     out["move_ms_per_mb"] = (1000.0 * out["move_cpu_s"] / out["migrated_mb"]
                              if out["move_cpu_s"] is not None and out["migrated_mb"] > 0 else None)
     out["numad_log"] = res.all("numad.log")
+    out["decisions"] = res.all("decision")
     return out
 
 
@@ -229,7 +248,7 @@ def main():
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--duration", type=int, default=360, help="seconds each way runs after the workloads start")
     ap.add_argument("--ways", default=",".join(WAYS))
-    ap.add_argument("--scenarios", default="1,2")
+    ap.add_argument("--scenarios", default="1,2,3")
     ap.add_argument("--png", default=os.path.join(npvm.vm_build_dir(), "bench-policy.png"))
     ap.add_argument("--json", help="write the results here (after every run, so a broken run keeps the others)")
     ap.add_argument("--report", metavar="JSON", help="print the tables and draw the plot of an earlier --json; "
@@ -308,10 +327,21 @@ def report(args, results):
                 a, b = mean(x.get(key) for x in np_runs), mean(x.get(key) for x in nd_runs)
                 parts.append(f"{label} {a / b:.2f}" if a is not None and b else f"{label} n/a")
             print("numaplaced / numad (means): " + ", ".join(parts))
+        # "both" against the better of numaplaced and the kernel alone
+        both, kern = results[sc].get("both") or [], results[sc].get("kernel") or []
+        if both and kern:
+            parts = []
+            for label, key in (("MB moved", "migrated_mb"), ("pte updates", "pte_updates"),
+                               ("hint faults", "hint_faults")):
+                a, b = mean(x.get(key) for x in both), mean(x.get(key) for x in kern)
+                parts.append(f"{label} {a / b:.2f}" if a is not None and b else f"{label} n/a")
+            print("both / kernel alone (means): " + ", ".join(parts))
         for way in args.ways:
             for x in results[sc].get(way) or []:
                 if x["numad_log"]:
                     print(f"   numad's log ({way}): " + " | ".join(x["numad_log"][:6]))
+                for d in x.get("decisions") or []:
+                    print(f"   Decision ({way}): {d}")
     if args.png:
         plot(args, results)
 

@@ -54,6 +54,7 @@ struct opts {
         unsigned busy_threads; /* --busy-threads (0 = all) */
         bool verify;
         size_t share_mb; /* --share-mb (0 = none) */
+        bool share_busy; /* --share-busy */
 };
 
 static struct chunk *chunks;
@@ -99,6 +100,11 @@ static void usage(FILE *f) {
                 "  --share-mb N            also N MB of shared memory (MAP_SHARED, same policy),\n"
                 "                          mapped by a child that sleeps until this ends;\n"
                 "                          prints 'CHILD pid=C'\n"
+                "  --share-busy            the child sweeps the shared memory as the workers sweep\n"
+                "                          theirs (--duty), and so does this process (the\n"
+                "                          shape of autonuma-benchmark's numa01: two busy\n"
+                "                          processes on one shared memory); --reset-policy\n"
+                "                          resets its policy too\n"
                 "  --verify                fill every word of every page with a pattern\n"
                 "                          derived from its address and print 'VERIFY pages=N\n"
                 "                          bad=0 sum=HEX'; SIGUSR2 checks every page again and\n"
@@ -250,62 +256,6 @@ static void report_pages(void) {
         free(count);
 }
 
-/* --share-mb: a MAP_SHARED region with the allocation's policy, touched,
- * then mapped by a child that reads every page (so both map each one) and
- * sleeps until this process ends. The child unmaps the private memory it
- * inherited, so that stays mapped by this process only. */
-static void share_with_child(const struct opts *o) {
-        struct chunk sh = { .node = -1, .len = o->share_mb << 20 };
-        int p[2];
-        char c = 0;
-
-        sh.addr = mmap(NULL, sh.len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        if (sh.addr == MAP_FAILED)
-                die_errno("mmap(MAP_SHARED)");
-        if (o->policy == POL_INTERLEAVE)
-                bind_chunk(&sh, MPOL_INTERLEAVE, o->nodes);
-        else if (o->policy == POL_BIND)
-                bind_chunk(&sh, MPOL_BIND, o->nodes);
-        else if (o->policy == POL_PREFERRED)
-                bind_chunk(&sh, MPOL_PREFERRED, o->nodes);
-        else if (o->policy == POL_PER_NODE) {
-                struct bitmask *one = numa_allocate_nodemask();
-                numa_bitmask_setbit(one, (unsigned) bitmask_nth(o->nodes, 0));
-                bind_chunk(&sh, MPOL_BIND, one);
-                numa_free_nodemask(one);
-        }
-        touch(&sh);
-        if (pipe(p) != 0)
-                die_errno("pipe");
-        pid_t parent = getpid();
-        pid_t child = fork();
-        if (child < 0)
-                die_errno("fork");
-        if (child == 0) {
-                volatile char sum = 0;
-                close(p[0]);
-                if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
-                        _exit(1);
-                /* the private memory is the parent's alone again */
-                for (size_t i = 0; i < n_chunks; i++)
-                        munmap(chunks[i].addr, chunks[i].len);
-                for (size_t off = 0; off < sh.len; off += (size_t) page_size)
-                        sum += sh.addr[off];
-                (void) sum;
-                if (write(p[1], "r", 1) != 1)
-                        _exit(1);
-                for (;;)
-                        pause();
-        }
-        close(p[1]);
-        if (read(p[0], &c, 1) != 1) {
-                fprintf(stderr, "np-workload: the --share-mb child did not map the shared memory\n");
-                exit(1);
-        }
-        close(p[0]);
-        printf("CHILD pid=%ld\n", (long) child);
-}
-
 static void write_ready_file(const char *path) {
         char tmp[PATH_MAX];
         if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int) sizeof tmp) {
@@ -396,6 +346,79 @@ static void *worker_main(void *arg) {
         return NULL;
 }
 
+/* --share-mb: a MAP_SHARED region with the allocation's policy, touched,
+ * then mapped by a child that reads every page (so both map each one) and
+ * sleeps until this process ends. The child unmaps the private memory it
+ * inherited, so that stays mapped by this process only. */
+static void share_with_child(const struct opts *o) {
+        struct chunk sh = { .node = -1, .len = o->share_mb << 20 };
+        int p[2];
+        char c = 0;
+
+        sh.addr = mmap(NULL, sh.len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (sh.addr == MAP_FAILED)
+                die_errno("mmap(MAP_SHARED)");
+        if (o->policy == POL_INTERLEAVE)
+                bind_chunk(&sh, MPOL_INTERLEAVE, o->nodes);
+        else if (o->policy == POL_BIND)
+                bind_chunk(&sh, MPOL_BIND, o->nodes);
+        else if (o->policy == POL_PREFERRED)
+                bind_chunk(&sh, MPOL_PREFERRED, o->nodes);
+        else if (o->policy == POL_PER_NODE) {
+                struct bitmask *one = numa_allocate_nodemask();
+                numa_bitmask_setbit(one, (unsigned) bitmask_nth(o->nodes, 0));
+                bind_chunk(&sh, MPOL_BIND, one);
+                numa_free_nodemask(one);
+        }
+        touch(&sh);
+        if (o->reset_policy && mbind(sh.addr, sh.len, MPOL_DEFAULT, NULL, 0, 0) != 0)
+                die_errno("mbind(MPOL_DEFAULT)");
+        if (pipe(p) != 0)
+                die_errno("pipe");
+        pid_t parent = getpid();
+        pid_t child = fork();
+        if (child < 0)
+                die_errno("fork");
+        if (child == 0) {
+                volatile char sum = 0;
+                close(p[0]);
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+                        _exit(1);
+                /* the private memory is the parent's alone again */
+                for (size_t i = 0; i < n_chunks; i++)
+                        munmap(chunks[i].addr, chunks[i].len);
+                for (size_t off = 0; off < sh.len; off += (size_t) page_size)
+                        sum += sh.addr[off];
+                (void) sum;
+                if (write(p[1], "r", 1) != 1)
+                        _exit(1);
+                if (o->share_busy) {
+                        /* the shared memory is its only chunk: a worker of its own */
+                        chunks[0] = sh;
+                        n_chunks = 1;
+                        struct worker w = { .index = 0, .nworkers = 1, .node = -1, .sweep = true, .duty = o->duty };
+                        worker_main(&w);
+                        _exit(0);
+                }
+                for (;;)
+                        pause();
+        }
+        close(p[1]);
+        if (read(p[0], &c, 1) != 1) {
+                fprintf(stderr, "np-workload: the --share-mb child did not map the shared memory\n");
+                exit(1);
+        }
+        close(p[0]);
+        printf("CHILD pid=%ld\n", (long) child);
+        if (o->share_busy) { /* this process's workers sweep it too */
+                struct chunk *more = realloc(chunks, (n_chunks + 1) * sizeof(*chunks));
+                if (!more)
+                        die_errno("realloc");
+                chunks = more;
+                chunks[n_chunks++] = sh;
+        }
+}
+
 int main(int argc, char **argv) {
         enum {
                 OPT_MB = 256,
@@ -420,6 +443,7 @@ int main(int argc, char **argv) {
                 OPT_BUSY_THREADS,
                 OPT_VERIFY,
                 OPT_SHARE_MB,
+                OPT_SHARE_BUSY,
         };
         static const struct option longopts[] = {
                 { "mb", required_argument, NULL, OPT_MB },
@@ -444,6 +468,7 @@ int main(int argc, char **argv) {
                 { "busy-threads", required_argument, NULL, OPT_BUSY_THREADS },
                 { "verify", no_argument, NULL, OPT_VERIFY },
                 { "share-mb", required_argument, NULL, OPT_SHARE_MB },
+                { "share-busy", no_argument, NULL, OPT_SHARE_BUSY },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -539,6 +564,9 @@ int main(int argc, char **argv) {
                         o.duty = (unsigned) d;
                         break;
                 }
+                case OPT_SHARE_BUSY:
+                        o.share_busy = true;
+                        break;
                 case OPT_SHARE_MB:
                         o.share_mb = parse_size(optarg, "--share-mb");
                         break;

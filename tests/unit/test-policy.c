@@ -889,59 +889,73 @@ static void test_advise(void) {
         machine_clear(&m);
 }
 
-/* Beside the kernel's NUMA balancing: a candidate whose memory it can move
- * (the default policy) is left to it for NP_POLICY_KERNEL_GRACE_USEC and
- * then while its locality rises; counted where it is meanwhile, so another
- * process is not put on the node the kernel is filling. One with an
- * interleave policy is the policy's at once. The Decisions say which. */
+/* Process i's pages on node n are now mb MiB (the node's free memory follows). */
+static void set_pages(Machine *m, guint i, guint n, unsigned mb) {
+        NpNodeBytes *nb = &g_array_index(m->per_node[i], NpNodeBytes, n);
+        g_assert_cmpuint(nb->node, ==, n);
+        m->nodes[n].mem_free += nb->bytes;
+        m->procs[i].mem -= nb->bytes;
+        nb->bytes = (uint64_t) mb * MiB;
+        m->nodes[n].mem_free -= nb->bytes;
+        m->procs[i].mem += nb->bytes;
+}
+
+/* Beside the kernel's NUMA balancing (the issue's case: b's pages were
+ * made local on node 3 by the kernel while a, interleaved, was not placed
+ * yet): a process already local keeps its node before the others are
+ * placed, so a never takes node 3 from b; one the kernel is moving is
+ * finished on the node its threads run on; the Decisions say what the
+ * kernel does. */
 static void test_kernel_balancing(void) {
         Machine m;
         machine_init(&m, 4, 1, 512 * MiB);
         m.params.kernel_balancing = true;
-        /* b: 320 MiB, the kernel has 70% of it on node 3, where it runs */
-        NpPolicyProcess *a = process(&m, 100, 0.9, "1", (unsigned[]){ 80, 80, 80, 80 });
+        NpPolicyProcess *a = process(&m, 100, 0.7, "1", (unsigned[]){ 80, 80, 80, 80 });
         a->interleaved = a->mem;
-        NpPolicyProcess *b = process(&m, 101, 0.9, "3", (unsigned[]){ 32, 32, 32, 224 });
+        a->locality_before = -1;
+        NpPolicyProcess *b = process(&m, 101, 0.7, "3", (unsigned[]){ 2, 2, 2, 314 });
         b->balanced = b->mem;
-        b->significant_usec = 5 * G_USEC_PER_SEC;
+        b->locality_before = 0.9;
+        /* a is bigger by a page: decided first when both are placed */
+        g_array_index(m.per_node[0], NpNodeBytes, 3).bytes += 4096;
+        a->mem += 4096;
         g_autoptr(GPtrArray) d = decide(&m);
-        /* a goes anywhere but node 3, which b's kernel-made locality claims */
         g_assert_cmpint(dec(d, 0)->kind, ==, NP_DECISION_MOVE);
         g_assert_false(np_mask_test(dec(d, 0)->nodes, 3));
-        g_assert_nonnull(strstr(dec(d, 0)->why, "the kernel's NUMA balancing does not move interleaved memory"));
-        assert_keep(d, 1, "70% of its memory is on the nodes it runs on (3): left to the kernel's NUMA balancing");
+        g_assert_nonnull(strstr(dec(d, 0)->why, "the kernel's NUMA balancing does not move interleaved memory; 25%"));
+        assert_keep(d, 1,
+                    "98% of its memory is on the nodes it runs on (3); the kernel's NUMA balancing keeps it local");
 
-        /* after the grace, while it rises: still the kernel's */
-        b->significant_usec = NP_POLICY_KERNEL_GRACE_USEC + 1;
+        /* the kernel is moving b to node 3 (55% -> 70%): finished there in
+         * one move, a elsewhere */
+        for (guint n = 0; n < 3; n++)
+                set_pages(&m, 1, n, 32);
+        set_pages(&m, 1, 3, 224);
         b->locality_before = 0.55;
         g_autoptr(GPtrArray) d2 = decide(&m);
-        assert_keep(d2, 1, "up from 55%: left to the kernel's NUMA balancing while it gets more local");
+        assert_move(d2, 1, "3");
+        g_assert_nonnull(strstr(dec(d2, 1)->why,
+                                "the kernel's NUMA balancing is moving its memory to its threads "
+                                "(up from 55%), numaplaced finishes it in one move; 70%"));
+        g_assert_false(np_mask_test(dec(d2, 0)->nodes, 3));
 
-        /* stalled: the policy places it on the node the kernel filled */
-        b->locality_before = 0.69;
+        /* not moved by the kernel yet (even pages): each on the node its
+         * thread runs on, although node 0 has more room; with the
+         * balancing off, the room decides */
+        for (guint n = 0; n < 4; n++)
+                set_pages(&m, 1, n, 80);
+        b->locality_before = 0.25;
+        for (guint n = 1; n < 4; n++)
+                m.nodes[n].mem_free -= 64 * MiB; /* others' memory: node 0 has the most room */
         g_autoptr(GPtrArray) d3 = decide(&m);
         assert_move(d3, 1, "3");
-        g_assert_nonnull(strstr(dec(d3, 1)->why, "the kernel's NUMA balancing did not make it local in 20 s"));
-
-        /* local: the kernel keeps it so */
-        b->locality_before = 0.90;
-        g_array_index(m.per_node[1], NpNodeBytes, 3).bytes = 310 * MiB;
-        g_array_index(m.per_node[1], NpNodeBytes, 0).bytes = 10 * MiB;
-        g_array_index(m.per_node[1], NpNodeBytes, 1).bytes = 0;
-        g_array_index(m.per_node[1], NpNodeBytes, 2).bytes = 0;
-        g_autoptr(GPtrArray) d4 = decide(&m);
-        assert_keep(d4, 1, "the kernel's NUMA balancing keeps it local");
-
-        /* balancing off: the same b is the policy's at once */
-        g_array_index(m.per_node[1], NpNodeBytes, 3).bytes = 224 * MiB;
-        g_array_index(m.per_node[1], NpNodeBytes, 0).bytes = 32 * MiB;
-        g_array_index(m.per_node[1], NpNodeBytes, 1).bytes = 32 * MiB;
-        g_array_index(m.per_node[1], NpNodeBytes, 2).bytes = 32 * MiB;
+        g_assert_nonnull(strstr(dec(d3, 1)->why, "the kernel's NUMA balancing has not made it local; 25%"));
         m.params.kernel_balancing = false;
-        b->significant_usec = 5 * G_USEC_PER_SEC;
-        g_autoptr(GPtrArray) d5 = decide(&m);
-        assert_move(d5, 1, "3");
-        g_assert_null(strstr(dec(d5, 1)->why, "kernel"));
+        g_autoptr(GPtrArray) d4 = decide(&m);
+        assert_move(d3, 0, "1");
+        assert_move(d4, 0, "0"); /* a: the most room, not where it runs */
+        g_assert_cmpint(dec(d4, 1)->kind, ==, NP_DECISION_MOVE);
+        g_assert_null(strstr(dec(d4, 1)->why, "kernel"));
         machine_clear(&m);
 }
 

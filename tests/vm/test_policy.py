@@ -23,6 +23,16 @@ node, cgroup v1), at default settings unless a scenario says otherwise.
               nodes than the CPUs it was measured to use
   rate        MaxRate=16M: while the policy moves two processes, property
               reads, Dump() and Advise() answer
+  converge-nb converge with the kernel's NUMA balancing on (numa_balancing=
+              enable, as distributions ship it): both end local (>= 95% of
+              their pages on the node their thread runs on), whoever makes
+              them so; pages moved by the daemon and the kernel together at
+              most 1.15 times the minimum (the kernel's moves before the
+              daemon's decision); 90 s steady; each Decision or placement
+              says what the kernel did
+  interleave-nb  interleave with the balancing on: the daemon places both
+              at its follow-up scan (the kernel does not move interleaved
+              memory), pages moved at most 1.05 times the minimum
 
 Run one: python3 tests/vm/test_policy.py converge
 """
@@ -98,9 +108,9 @@ BUSY = "--mb 320 --interleave 0-3 --no-thp --sweep --duty 30 --no-pin"
 SCENARIOS = {}
 
 
-def scenario(name, conf="", script="", timeout=420):
+def scenario(name, conf="", script="", timeout=420, cmdline=None):
     def deco(check):
-        SCENARIOS[name] = (conf, script, check, timeout)
+        SCENARIOS[name] = (conf, script, check, timeout, cmdline)
         return check
     return deco
 
@@ -269,6 +279,144 @@ def check_interleave(t, res):
     t.check(len(set(targets)) == 2, f"interleave: each on its own node ({targets})")
 
 
+# ---- 2b: beside the kernel's NUMA balancing (issue 22) ---------------------------
+
+NB_SCRIPT = r"""
+# the node PID's busiest thread last ran on
+run_node() {
+	_c=$(for _t in /proc/$1/task/*; do awk '{ print $14 + $15, $39 }' $_t/stat; done | sort -n | tail -n 1 | cut -d' ' -f2)
+	_n=$(ls -d /sys/devices/system/cpu/cpu$_c/node* | head -n 1)
+	echo "${_n##*node}"
+}
+# PID has at least 95% of its pages on the node its busiest thread runs on
+is_local() {
+	np_numa_kb $1 | awk -v n="$(run_node $1)" '{ for (i = 1; i <= NF; i++) { split($i, a, "="); t += a[2]; if (a[1] == n) l = a[2] } }
+		END { exit !(t > 0 && l / t >= 0.95) }'
+}
+# every 2 s (numa_maps of two 320 MB processes read ten times a second would
+# load the CPUs the policy weighs)
+both_local() { is_local $1 && is_local $2 && return 0; sleep 1.9; return 1; }
+np_result nb $(cat /proc/sys/kernel/numa_balancing)
+p0=$(np_vmstat numa_pte_updates)
+f0=$(np_vmstat numa_hint_faults)
+t0=$(now)
+a=$(np_start_workload /tmp/a """ + BUSY + r""" @RESET@) || exit 1
+b=$(np_start_workload /tmp/b """ + BUSY + r""" @RESET@) || exit 1
+np_result pid.a $a
+np_result pid.b $b
+kb a.before $a
+kb b.before $b
+np_wait_for 240 both_local $a $b
+np_result local.after $(awk -v a="$(now)" -v b="$t0" 'BEGIN { print a - b }')
+np_result converged.scans $(mprop Scans)
+np_result converged.pgmigrate $(( $(np_vmstat pgmigrate_success) - m0 ))
+# what the kernel's balancing moved of each workload (its threads' counters)
+np_result knuma.a $(cat /proc/$a/task/*/sched 2>/dev/null | awk '/numa_pages_migrated/ { s += $NF } END { print s + 0 }')
+np_result knuma.b $(cat /proc/$b/task/*/sched 2>/dev/null | awk '/numa_pages_migrated/ { s += $NF } END { print s + 0 }')
+np_result converged.migrated $(mprop MigratedBytes)
+states $a $b
+np_result node.a $(run_node $a)
+np_result node.b $(run_node $b)
+kb a.after $a
+kb b.after $b
+np_result decision.a "$(pprop $a Decision)"
+np_result decision.b "$(pprop $b Decision)"
+# steady: 90 s
+sleep 90
+np_result decision.a.steady "$(pprop $a Decision)"
+np_result decision.b.steady "$(pprop $b Decision)"
+np_result node.a.steady $(run_node $a)
+np_result node.b.steady $(run_node $b)
+kb a.steady $a
+kb b.steady $b
+np_result steady.pgmigrate $(( $(np_vmstat pgmigrate_success) - m0 ))
+np_result pte $(( $(np_vmstat numa_pte_updates) - p0 ))
+np_result hint $(( $(np_vmstat numa_hint_faults) - f0 ))
+np_result daemon.cpu $(awk '{ print $14 + $15 }' /proc/$NP_DAEMON_PID/stat)
+"""
+
+
+def check_nb(t, res, tag, who):
+    """Both local at the end and after the steady time, bytes within 5% of
+    the minimum (three quarters of each process: its memory was interleaved
+    over four nodes), and each Decision names the placer (who: "kernel" or
+    "numaplaced")."""
+    t.eq(res.get("nb"), "1", f"{tag}: the kernel's NUMA balancing is on")
+    t.check(res.get("local.after") is not None, f"{tag}: both local within 240 s ({res.get('local.after')} s)")
+    minimum = 0
+    for name in ("a", "b"):
+        node = res.int(f"node.{name}")
+        after = res.node_kb(f"{name}.after")
+        share = local_share(after, node) if node is not None else 0.0
+        t.check(share >= 0.95, f"{tag}: {name}: {share:.1%} of its pages on node {node}, where it runs")
+        t.eq(res.int(f"node.{name}.steady"), node, f"{tag}: {name} still runs on node {node} after 90 s")
+        share = local_share(res.node_kb(f"{name}.steady"), node) if node is not None else 0.0
+        t.check(share >= 0.95, f"{tag}: {name}: {share:.1%} on node {node} after 90 s")
+        minimum += sum(res.node_kb(f"{name}.before").values()) * 3 // 4
+        decision = (res.get(f"decision.{name}.steady") or "").replace("\\'", "'")
+        pid = res.int(f"pid.{name}")
+        placing = [x for x in res.all("numaplaced.log") if f"Placing {pid} " in x]
+        if who == "kernel":
+            # the kernel made it local; or the daemon finished it, saying
+            # what the kernel was doing
+            t.check("the kernel's NUMA balancing keeps it local" in decision
+                    or (decision.startswith("placed on") and placing
+                        and all("the kernel's NUMA balancing " in x for x in placing)),
+                    f"{tag}: {name}'s Decision says who made it local ({decision!r}; {placing})")
+        else:
+            t.check(placing and all("the kernel's NUMA balancing does not move interleaved memory" in x
+                                    for x in placing),
+                    f"{tag}: {name}'s placement says the kernel does not move it ({placing})")
+            t.check(decision.startswith("placed on"), f"{tag}: {name}'s Decision: placed ({decision!r})")
+    # every page moved until both were local, by the daemon and the kernel,
+    # of any process (vmstat's pgmigrate_success: an upper bound of the
+    # workloads' own). Printed besides: the kernel's moves of each workload
+    # (its threads' numa_pages_migrated) and the daemon's MigratedBytes,
+    # which overlap when the kernel moves pages of a process the daemon is
+    # moving (its numa_maps before and after count both)
+    knuma = (res.int("knuma.a") or 0) + (res.int("knuma.b") or 0)
+    global_kb = (res.int("converged.pgmigrate") or 0) * 4
+    moved_kb = global_kb
+    steady_kb = (res.int("steady.pgmigrate") or 0) * 4
+    # Within 5% when the daemon alone moves (interleave-nb: 0.996). Where
+    # the kernel moves pages too, it starts a second after each process
+    # starts, before the daemon's first decision (about 7 s), and moves some
+    # towards nodes the scheduler then takes the thread away from: measured
+    # 0.996, 1.075 and 1.092 here, against 1.050 and 1.191 for the kernel
+    # alone in the same VM (issue 22's note)
+    bound = 1.05 if who == "numaplaced" else 1.15
+    t.check(minimum > 0 and moved_kb <= minimum * bound,
+            f"{tag}: pages moved by the daemon and the kernel {moved_kb} kB within {bound - 1:.0%} of the "
+            f"minimum {minimum} kB (ratio {moved_kb / minimum if minimum else float('nan'):.3f})")
+    t.check(steady_kb <= global_kb + minimum * 0.05,
+            f"{tag}: steady 90 s: {steady_kb - global_kb} kB moved after both were local")
+    sig, decided, placed, _ = events(res)
+    for name in ("a", "b"):
+        pid = res.int(f"pid.{name}")
+        print(f"  ..   {tag}: {name}: significant in scan {sig.get(pid)}, placement decided in scan "
+              f"{decided.get(pid)}, its move ended in scan {placed.get(pid)}; final Decision "
+              f"{res.get('decision.' + name + '.steady')!r}")
+    print(f"  ..   {tag}: both local {res.get('local.after')} s after the start; {moved_kb} kB moved (minimum "
+          f"{minimum} kB; the kernel's numa_pages_migrated of the two {knuma * 4} kB, the daemon's MigratedBytes "
+          f"{res.get('converged.migrated')}), {steady_kb - global_kb} kB in the steady 90 s; numa_pte_updates "
+          f"{res.get('pte')}, numa_hint_faults {res.get('hint')}; daemon CPU ticks {res.get('daemon.cpu')}; "
+          f"states {res.get('states')}")
+
+
+@scenario("converge-nb", script=NB_SCRIPT.replace("@RESET@", "--reset-policy"), timeout=900,
+          cmdline=["numa_balancing=enable"])
+def check_converge_nb(t, res):
+    check_nb(t, res, "converge-nb", "kernel")
+
+
+@scenario("interleave-nb", script=NB_SCRIPT.replace("@RESET@", ""), timeout=900,
+          cmdline=["numa_balancing=enable"])
+def check_interleave_nb(t, res):
+    check_nb(t, res, "interleave-nb", "numaplaced")
+    for i, (st, nodes) in enumerate(final_states(res)):
+        t.eq((st, len(nodes)), ("placed", 1), f"interleave-nb: {'ab'[i]} placed by the daemon on one node")
+
+
 # ---- 3: three processes -------------------------------------------------------
 
 @scenario("three", script=r"""
@@ -429,8 +577,8 @@ def check_rate(t, res):
 
 
 def main(name):
-    conf, script, check, timeout = SCENARIOS[name]
-    vm = npvm.VM(f"policy-{name}", TOPO, cgroup="v1")
+    conf, script, check, timeout, cmdline = SCENARIOS[name]
+    vm = npvm.VM(f"policy-{name}", TOPO, cgroup="v1", cmdline=cmdline)
     vm.add_commands("numactl")
     vm.add_workload()
     vm.add_dbus()
