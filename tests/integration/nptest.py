@@ -72,13 +72,27 @@ class Bus:
         self.log_file = open(self.log, "w")
         self.proc = subprocess.Popen(["dbus-daemon", "--config-file=" + conf, "--nofork", "--nopidfile"],
                                      stdout=subprocess.DEVNULL, stderr=self.log_file)
+        # ready once it accepts a connection: the socket file exists from
+        # its bind(), and a connect() before its listen() is refused (seen
+        # on a loaded machine: the daemon under test exited with
+        # "Connection refused")
         deadline = time.monotonic() + 10
-        while not os.path.exists(self.socket):
+        while not self._accepts():
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 with open(self.log) as f:
                     raise RuntimeError("dbus-daemon did not start: %s" % f.read())
             time.sleep(0.02)
         os.chmod(self.socket, 0o777)
+
+    def _accepts(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(self.socket)
+            return True
+        except OSError:
+            return False
+        finally:
+            s.close()
 
     def stop(self):
         self.proc.terminate()

@@ -111,12 +111,16 @@ np_start_workload() {
 }
 
 # np_start_dbus: start dbus-daemon on the VM's system bus socket
-# (needs VM.add_dbus()); waits for the socket.
+# (needs VM.add_dbus()); waits until it answers (the socket file exists
+# from its bind(), a connection before its listen() is refused).
+np_bus_answers() {
+	busctl --system call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus GetId >/dev/null 2>&1
+}
 np_start_dbus() {
 	export DBUS_SYSTEM_BUS_ADDRESS=unix:path=/run/dbus/system_bus_socket
 	mkdir -p /run/dbus
 	dbus-daemon --config-file=/etc/npvm-dbus.conf --nofork --nopidfile > /tmp/dbus.log 2>&1 &
-	if ! np_wait_file /run/dbus/system_bus_socket 30; then
+	if ! np_wait_for 30 np_bus_answers; then
 		np_log "dbus-daemon did not start:"
 		cat /tmp/dbus.log
 		return 1
