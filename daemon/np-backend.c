@@ -4,7 +4,8 @@
  * Backend= choice (auto: the first usable mechanism of the table), crash
  * recovery from the state file, and place / release through the chosen
  * mechanism's operations. It never names a mechanism: adding one is a file
- * np-backend-<name>.c with a const NpBackendOps and an entry in mechanisms[].
+ * np-backend-<name>.c with a const NpBackendOps and an entry in mechanisms[]
+ * (the last entry is the fallback, which must hold any process).
  * Contract: np-backend.h; internals: np-backend-private.h.
  */
 #include "np-backend.h"
@@ -17,7 +18,9 @@
 #include "np-log.h"
 #include "np-state.h"
 
-/* In order of preference for Backend=auto. */
+/* In order of preference for Backend=auto; the last one holds any process
+ * and places those another mechanism cannot hold (its record() says
+ * -EXDEV). */
 static const NpBackendOps *const mechanisms[] = {
         &np_backend_systemd_ops,
         &np_backend_cpuset_ops,
@@ -383,9 +386,9 @@ int np_backend_confine(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask
                         r = m->ops->record(b, m, p);
                         if (r == -EXDEV) {
                                 /* The mechanism cannot hold this process
-                                 * (it said why): the affinity mechanism
-                                 * places it, under its own record kind. */
-                                NpMechanism *fb = mechanism_of(b, NP_BACKEND_AFFINITY);
+                                 * (it said why): the fallback (the table's
+                                 * last) places it, under its own record kind. */
+                                NpMechanism *fb = &b->mechs[b->n_mechs - 1];
                                 np_state_remove(b->state, pid);
                                 r = -EPERM;
                                 if (fb && fb->usable && fb != m) {

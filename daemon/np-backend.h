@@ -35,8 +35,9 @@ typedef int (*NpMigrateFn)(pid_t pid, void *userdata);
 
 /*
  * Create the backend of `kind` (NP_BACKEND_AUTO picks the first mechanism
- * that works here, in the order cpuset (a cpuset hierarchy is mounted and
- * writable), affinity). `runtime_dir` holds the state file. If a state file
+ * that works here, in the order systemd (systemd is PID 1), cpuset (a
+ * cpuset hierarchy is mounted and writable), affinity). `runtime_dir` holds
+ * the state file. If a state file
  * from an earlier run exists it is recovered first: each record is put back
  * by the mechanism that wrote it (when that one works here) and every
  * mechanism removes what it left (the daemon's cpusets).

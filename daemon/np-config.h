@@ -63,7 +63,7 @@ typedef struct {
 
         /* [Migration] */
         bool skip_overlapping_nodes; /* SkipOverlappingNodes= (yes) */
-        bool move_shared_pages; /* MoveSharedPages= (yes) */
+        bool move_shared_pages; /* MoveSharedPages= (no) */
         uint64_t max_rate; /* MaxRate= bytes per second, K/M/G suffixes (0 = unlimited) */
 
         /* Where it came from: the files actually read, in order. */

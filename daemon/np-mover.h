@@ -33,7 +33,7 @@
  * Which pages: migrate_pages(2) moves every page of the process, shared or
  * not (MPOL_MF_MOVE_ALL), when the caller has CAP_SYS_NICE, and otherwise
  * only the pages that process alone maps (MPOL_MF_MOVE). Unless
- * mv->move_shared (MoveSharedPages=, yes by default), the worker drops
+ * mv->move_shared (MoveSharedPages=, no by default), the worker drops
  * CAP_SYS_NICE from its own effective set before the plan (capset(2) of the
  * calling thread only; the worker thread ends with the move), so shared
  * libraries, memory shared with a parent after fork(2) and shared memory
