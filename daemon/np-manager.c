@@ -474,8 +474,9 @@ static bool wants_followup(const NpManager *m, const NpProcess *p) {
                 p->followups < NP_FOLLOWUP_MAX;
 }
 
-/* The processes that want a follow-up scan, each counted as having had one. */
-static unsigned count_followups(NpManager *m) {
+/* Mark the processes that want a follow-up scan as having had one; how
+ * many there are. */
+static unsigned mark_followups(NpManager *m) {
         unsigned n = 0;
         GHashTableIter it;
         gpointer v;
@@ -706,7 +707,7 @@ int np_manager_scan(NpManager *m) {
         np_manager_count(m, &sig, &held);
         m->held_last = held;
         uint64_t old_interval = m->scan_interval_usec;
-        bool followup = count_followups(m) > 0;
+        bool followup = mark_followups(m) > 0;
         if (followup)
                 m->scan_interval_usec = MIN(NP_FOLLOWUP_USEC, m->config->scan_interval_usec);
         else if (candidates_changed || sig != m->significant_count_last || m->followup_scan)
