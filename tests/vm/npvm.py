@@ -789,6 +789,24 @@ class VM:
         self.add_file("etc/npvm-dbus.conf", DBUS_CONFIG)
         self.initramfs.add_dir("run/dbus")
 
+    def add_nested_qemu(self):
+        """qemu-system-x86_64 for guests inside the VM (TCG in TCG): the
+        binary with its libraries, the TCG accelerator module it loads from
+        /usr/lib/x86_64-linux-gnu/qemu/ (next to /usr/bin/../lib), SeaBIOS
+        as /usr/share/seabios/bios-256k.bin (pass -L /usr/share/seabios) and
+        the pc machine's kvmvapic.bin option ROM from /usr/share/qemu."""
+        self.add_commands(QEMU)
+        qemu = self.commands[QEMU]
+        prefix = os.path.dirname(os.path.dirname(os.path.realpath(qemu)))
+        modules = os.path.join(prefix, "lib", "x86_64-linux-gnu", "qemu")
+        tcg = os.path.join(modules, "accel-tcg-x86_64.so")
+        if os.path.isfile(tcg):   # built into the binary where QEMU has no modules
+            self.initramfs.add_binary(tcg, "usr/lib/x86_64-linux-gnu/qemu/accel-tcg-x86_64.so")
+        for path in ("/usr/share/seabios/bios-256k.bin", "/usr/share/qemu/kvmvapic.bin"):
+            if not os.path.isfile(path):
+                raise HarnessError(f"{path} is missing (Debian packages seabios, qemu-system-data)")
+            self.initramfs.add_host_file(path, path.lstrip("/"), 0o644)
+
     def add_daemon(self):
         """The project's daemon from the build tree as /usr/sbin/numaplaced."""
         path = os.environ.get("NPVM_DAEMON") or os.path.join(build_root(), "daemon", "numaplaced")
