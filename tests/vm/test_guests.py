@@ -85,8 +85,15 @@ ram_kb() {
 threads_cpus() {
 	for _t in /proc/$1/task/*; do awk '/^Cpus_allowed_list/ { print $2 }' $_t/status; done | sort -u | tr '\n' ' '
 }
+# stat_field PATH N: field N of a stat file (a thread's comm may hold blanks:
+# "CPU 0/TCG"), counted as proc(5) counts them
+stat_field() { sed 's/^.*) //' $1 2>/dev/null | awk -v n=$2 '{ print $(n - 2) }'; }
 # ticks TID-PATH: utime + stime
-ticks() { awk '{ print $14 + $15 }' $1/stat 2>/dev/null; }
+ticks() {
+	_u=$(stat_field $1/stat 14)
+	_s=$(stat_field $1/stat 15)
+	[ -n "$_u" ] && echo $((_u + _s))
+}
 # huge_pools: "N=free/total ..." of every node's 2 MB pool
 huge_pools() {
 	for _d in /sys/devices/system/node/node[0-9]*; do
