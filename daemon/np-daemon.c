@@ -21,6 +21,7 @@ typedef struct {
         NpManager *m;
         NpBus *bus;
         sd_event_source *scan_timer;
+        uint64_t next_scan_usec; /* CLOCK_MONOTONIC: the next scan; peeks come between */
         char *status; /* the last STATUS= sent */
         bool stopped; /* stop() ran */
         char *metrics_file; /* the MetricsFile= last written, or NULL */
@@ -81,9 +82,32 @@ static void notify_status(NpDaemon *d) {
         d->status = g_steal_pointer(&status);
 }
 
+/* The scan timer fires at the next scan or, while the interval is
+ * stretched past ScanIntervalSec, every ScanIntervalSec before it for a
+ * peek (np_manager_peek()). */
+static int arm_scan_timer(NpDaemon *d) {
+        uint64_t peek = np_now_usec(CLOCK_MONOTONIC) + d->m->config->scan_interval_usec;
+        int r = sd_event_source_set_time(d->scan_timer, MIN(d->next_scan_usec, peek));
+        if (r >= 0)
+                r = sd_event_source_set_enabled(d->scan_timer, SD_EVENT_ONESHOT);
+        return r;
+}
+
+static void schedule_scan(NpDaemon *d) {
+        d->next_scan_usec = np_now_usec(CLOCK_MONOTONIC) + d->m->scan_interval_usec;
+}
+
+/* A timer this close to the next scan scans (no peek just before it). */
+#define PEEK_SLACK_USEC (100 * 1000)
+
 static int on_scan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         NpDaemon *d = userdata;
-        int r = np_manager_scan(d->m);
+        int r;
+        if (usec + PEEK_SLACK_USEC < d->next_scan_usec && !np_manager_peek(d->m)) {
+                r = arm_scan_timer(d);
+                goto armed;
+        }
+        r = np_manager_scan(d->m);
         /* also when paused: a placement whose CPUs went away is not kept */
         (void) np_hotplug_recheck(d->m);
         if (r < 0)
@@ -92,9 +116,9 @@ static int on_scan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 np_placer_run(d->m);
         metrics_update(d);
         notify_status(d);
-        r = sd_event_source_set_time_relative(s, d->m->scan_interval_usec);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        schedule_scan(d);
+        r = arm_scan_timer(d);
+armed:
         if (r < 0) {
                 log_error("Cannot re-arm the scan timer: %s; stopping", strerror(-r));
                 return sd_event_exit(sd_event_source_get_event(s), r);
@@ -117,8 +141,10 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
         NpDaemon *d = userdata;
         log_info("Received SIGHUP, reloading configuration");
         (void) np_manager_reload(d->m, NULL);
-        if (d->scan_timer)
-                (void) sd_event_source_set_time_relative(d->scan_timer, d->m->scan_interval_usec);
+        if (d->scan_timer) {
+                schedule_scan(d);
+                (void) arm_scan_timer(d);
+        }
         return 0;
 }
 
@@ -218,6 +244,7 @@ int np_daemon_run(NpManager *m) {
                 log_error("Cannot add the scan timer: %s", strerror(-r));
                 goto out;
         }
+        schedule_scan(&d);
         (void) sd_event_source_set_description(d.scan_timer, "scan-timer");
         (void) sd_event_source_set_enabled(d.scan_timer, SD_EVENT_ONESHOT);
 

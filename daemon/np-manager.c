@@ -66,6 +66,7 @@ NpManager *np_manager_new(const char *config_file, NpConfig *config, GError **er
         m->self_pid = (int) getpid();
         m->node_samples = g_array_new(FALSE, TRUE, sizeof(NpNodeSample));
         m->cpu_ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
+        m->peek_ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
         m->processes = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify) np_process_free);
         m->included = g_hash_table_new(g_direct_hash, g_direct_equal);
         m->excluded = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -95,6 +96,7 @@ void np_manager_free(NpManager *m) {
         g_hash_table_destroy(m->excluded);
         g_array_free(m->node_samples, TRUE);
         g_array_free(m->cpu_ticks, TRUE);
+        g_array_free(m->peek_ticks, TRUE);
         np_topology_free(m->topology);
         np_mask_free(m->cpus_changed);
         np_config_free(m->config);
@@ -664,8 +666,36 @@ static void sample_self_cpu(NpManager *m) {
         m->self_cpu_at = now;
 }
 
+bool np_manager_peek(NpManager *m) {
+        if (!m->scans)
+                return true;
+        g_autoptr(GArray) ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
+        g_autoptr(GArray) samples = g_array_new(FALSE, TRUE, sizeof(NpNodeSample));
+        bool peeked = m->peek_at != 0;
+        int r = np_sample_nodes(m->topology, true, peeked ? m->peek_ticks : m->cpu_ticks, ticks, samples);
+        if (r < 0)
+                return true;
+        uint64_t cpu = np_self_cpu_usec(), now = np_now_usec(CLOCK_MONOTONIC);
+        uint64_t cpu0 = peeked ? m->peek_self_usec : m->self_cpu_usec;
+        uint64_t at0 = peeked ? m->peek_at : m->self_cpu_at;
+        double own = now > at0 && cpu >= cpu0 ? (double) (cpu - cpu0) / (double) (now - at0) : 0.0;
+        g_array_free(m->peek_ticks, TRUE);
+        m->peek_ticks = g_steal_pointer(&ticks);
+        m->peek_self_usec = cpu;
+        m->peek_at = now;
+        bool gained = np_sample_gained(m->node_samples, samples, m->config->min_process_memory / 10 * 9,
+                                       0.8 * m->config->min_process_cpu, own - m->self_cpu);
+        m->brought_forward = gained;
+        if (gained)
+                log_debug("The nodes gained a significant process's memory or CPU since scan %" G_GUINT64_FORMAT
+                          ": scanning now",
+                          m->scans);
+        return gained;
+}
+
 int np_manager_scan(NpManager *m) {
         uint64_t start = np_now_usec(CLOCK_MONOTONIC);
+        m->peek_at = 0;
 
         if (np_topology_outdated(m->topology))
                 reload_topology(m);
@@ -700,15 +730,16 @@ int np_manager_scan(NpManager *m) {
         m->last_scan_duration_usec = np_now_usec(CLOCK_MONOTONIC) - start;
         np_manager_changed(m, NP_MANAGER_SCANS | NP_MANAGER_LAST_SCAN | NP_MANAGER_DAEMON_CPU);
 
-        /* Adaptive interval: a process waiting for its measurement brings a
-         * follow-up scan, quiet scans stretch it towards MaxScanIntervalSec,
-         * any change in the set of candidates (or a follow-up) resets it. */
+        /* Adaptive interval: a process waiting for its measurement, or a
+         * scan a peek brought forward, brings a follow-up scan; quiet scans
+         * stretch it towards MaxScanIntervalSec; any change in the set of
+         * candidates (or a follow-up) resets it. */
         unsigned sig, held;
         np_manager_count(m, &sig, &held);
         m->held_last = held;
         uint64_t old_interval = m->scan_interval_usec;
         bool followup = mark_followups(m) > 0;
-        if (followup)
+        if (followup || m->brought_forward)
                 m->scan_interval_usec = MIN(NP_FOLLOWUP_USEC, m->config->scan_interval_usec);
         else if (candidates_changed || sig != m->significant_count_last || m->followup_scan)
                 m->scan_interval_usec = m->config->scan_interval_usec;
@@ -716,7 +747,8 @@ int np_manager_scan(NpManager *m) {
                 m->scan_interval_usec =
                         MIN(m->scan_interval_usec + m->config->scan_interval_usec, m->config->max_scan_interval_usec);
         m->significant_count_last = sig;
-        m->followup_scan = followup;
+        m->followup_scan = followup || m->brought_forward;
+        m->brought_forward = false;
         if (old_interval != m->scan_interval_usec)
                 np_manager_changed(m, NP_MANAGER_SCAN_INTERVAL);
         return ret;

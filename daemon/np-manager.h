@@ -130,6 +130,10 @@ typedef struct NpManager {
         uint64_t self_cpu_usec; /* its user+system time at the last node sample */
         uint64_t self_cpu_at; /* CLOCK_MONOTONIC of that sample */
         unsigned kernel_numa_balancing; /* /proc/sys/kernel/numa_balancing at the last scan */
+        GArray *peek_ticks; /* NpCpuTicks of the last peek since the last scan (empty: none) */
+        uint64_t peek_self_usec; /* the daemon's CPU time at that peek */
+        uint64_t peek_at; /* CLOCK_MONOTONIC of that peek, 0 = none since the last scan */
+        bool brought_forward; /* a peek found a gain: the next scan comes NP_FOLLOWUP_USEC after it */
 
         NpChanges changes;
 } NpManager;
@@ -167,6 +171,19 @@ int np_manager_scan(NpManager *m);
  * first seen. The interval does not stretch while one waits. */
 #define NP_FOLLOWUP_USEC (2 * G_USEC_PER_SEC)
 #define NP_FOLLOWUP_MAX 3u
+
+/*
+ * Between scans while the interval is stretched past ScanIntervalSec: sample
+ * the nodes only (their meminfo and /proc/stat, no process) and tell whether
+ * the machine gained what a new significant process brings since the last
+ * scan: 90% of MinProcessMemory more memory in use, or 80% of MinProcessCPU
+ * more CPUs busy over the time since the last peek (the daemon's own CPU
+ * taken out). True: the scan is due now (also when the nodes cannot be
+ * sampled, so the scan reports it), and the scan after it comes
+ * NP_FOLLOWUP_USEC later (a process seen still allocating is seen again
+ * soon). Publishes nothing.
+ */
+bool np_manager_peek(NpManager *m);
 
 /* The kernel's automatic NUMA balancing is on (kernel.numa_balancing has
  * its bit 0 set at the last scan). */

@@ -195,6 +195,25 @@ int np_sample_nodes(const NpTopology *t, bool inactive_file_is_free, const GArra
         return 0;
 }
 
+static void sample_totals(const GArray *samples, double *used, double *busy) {
+        *used = *busy = 0;
+        for (guint i = 0; i < samples->len; i++) {
+                const NpNodeSample *s = &g_array_index(samples, NpNodeSample, i);
+                if (s->mem_total_bytes > s->mem_free_bytes)
+                        *used += (double) (s->mem_total_bytes - s->mem_free_bytes);
+                *busy += s->cpu_busy;
+        }
+}
+
+bool np_sample_gained(const GArray *before, const GArray *now, uint64_t mem, double cpu, double own_cpu) {
+        if (!before || !now)
+                return false;
+        double used0, busy0, used1, busy1;
+        sample_totals(before, &used0, &busy0);
+        sample_totals(now, &used1, &busy1);
+        return used1 - used0 >= (double) mem || (cpu > 0 && busy1 - busy0 - MAX(0.0, own_cpu) >= cpu);
+}
+
 /* ---- /proc/<pid>/stat --------------------------------------------------- */
 
 int np_parse_pid_stat(const char *buf, NpPidStat *out) {

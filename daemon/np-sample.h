@@ -51,6 +51,16 @@ typedef struct {
 int np_sample_nodes(const NpTopology *t, bool inactive_file_is_free, const GArray *prev_ticks, GArray *ticks_out,
                     GArray *out);
 
+/*
+ * Did the machine gain, from `before` to `now` (node samples of the same
+ * nodes, each cpu_busy over its own interval), what one more significant
+ * process brings: at least `mem` bytes more in use over all nodes
+ * (mem_total - mem_free), or at least `cpu` more CPUs busy over all nodes
+ * once `own_cpu` (CPUs the daemon itself used more than before, its moves)
+ * is taken out (`cpu` 0: CPU is no sign)? Pure. False when either is NULL.
+ */
+bool np_sample_gained(const GArray *before, const GArray *now, uint64_t mem, double cpu, double own_cpu);
+
 /* ---- per process ------------------------------------------------------ */
 
 /* Buffer size for a comm from /proc/PID/stat. A user task's comm is at most

@@ -3,7 +3,7 @@
 """bench-policy: the placement policy (issue 8) against numad and the
 kernel's automatic NUMA balancing, in the same 4-node QEMU VM setup.
 
-Three scenarios, each run four ways, one fresh boot per way and run (4 nodes
+Four scenarios, each run four ways, one fresh boot per way and run (4 nodes
 x 512 MB, one vCPU each, cgroup v1):
 
   1  interleaved  two busy 320 MB processes whose memory was allocated
@@ -14,6 +14,13 @@ x 512 MB, one vCPU each, cgroup v1):
                   child, both busy (0.6 CPUs each) on 256 MB of shared
                   memory first touched on node 0 (locality a: the parent,
                   b: the child)
+  4  numa02       autonuma-benchmark's numa02 shape: one process whose
+                  four busy threads (0.6 CPUs each) each sweep their own
+                  slice of 320 MB first touched on node 0 (locality a: of
+                  each thread's slice on the node its thread last ran on,
+                  from np-workload's SLICES report (move_pages(2)); b: of
+                  the process on its fullest node; no minimum: where the
+                  threads end up decides it)
 
   numaplaced  the daemon at default settings (Mode=enforce), started before
               the workloads; numa_balancing=disable
@@ -47,7 +54,7 @@ locality over time for the four ways (gnuplot, Debian's gnuplot-nox).
 
     meson test -C BUILD --benchmark policy -v
     NP_BUILD_ROOT=BUILD python3 tests/bench/bench-policy.py [--runs 1]
-        [--duration 360] [--ways numaplaced,numad,kernel,both] [--scenarios 1,2,3]
+        [--duration 360] [--ways numaplaced,numad,kernel,both] [--scenarios 1,2,3,4]
         [--png FILE] [--json FILE]
     python3 tests/bench/bench-policy.py --report FILE.json [--png FILE]
 """
@@ -76,9 +83,16 @@ TWO = ("a=$(np_start_workload /tmp/a {busy}) || exit 1\n"
 NUMA01 = ("a=$(np_start_workload /tmp/a --mb 16 --share-mb 256 --share-busy --bind 0 --reset-policy --no-thp "
           "--sweep --duty 60 --no-pin) || exit 1\n"
           "b=$(sed -n 's/^CHILD pid=//p' /tmp/a.out)\n")
+# numa02: one process, four busy threads, each on its own slice of 320 MB
+# (significant at the default MinProcessMemory) first touched on node 0;
+# a's locality is the slices' (SLICES=1)
+NUMA02 = ("a=$(np_start_workload /tmp/a --mb 320 --threads 4 --bind 0 --reset-policy --no-thp --sweep --duty 60 "
+          "--no-pin --report) || exit 1\nb=$a\nSLICES=1\n")
 SCENARIOS = {"1": ("interleaved, policy reset", TWO.replace("{busy}", BUSY + " --reset-policy")),
              "2": ("interleave policy left set", TWO.replace("{busy}", BUSY)),
-             "3": ("numa01: two processes on shared memory first touched on node 0", NUMA01)}
+             "3": ("numa01: two processes on shared memory first touched on node 0", NUMA01),
+             "4": ("numa02: four busy threads, each on its own slice first touched on node 0", NUMA02)}
+NO_MINIMUM = ("4",)
 WAYS = ("numaplaced", "numad", "kernel", "both")
 STEADY_FROM = 120  # seconds after the workloads started: every way has acted by then
 
@@ -88,6 +102,14 @@ loc() {  # loc PID: share of its pages on its fullest node, in per mille
 	  for (i = 2; i <= NF; i++) if ($i ~ /^kernelpagesize_kB=/) { split($i, a, "="); ps = a[2] }
 	  for (i = 2; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split(substr($i, 2), a, "="); s[a[1]] += a[2] * ps; t += a[2] * ps } }
 	  END { m = 0; for (n in s) if (s[n] > m) m = s[n]; print (t ? int(1000 * m / t) : 0) }' /proc/$1/numa_maps
+}
+# numa02: a's locality is its slices' (np-workload's SLICES report, SIGUSR1)
+loc_a() {
+	if [ -z "$SLICES" ]; then loc $a; return; fi
+	kill -USR1 $a
+	sleep 0.3
+	_l=$(sed -n 's/^SLICES local=\([0-9]*\).*/\1/p' /tmp/a.out | tail -n 1)
+	echo "${_l:-0}"
 }
 cpu_ticks() { awk '{ print $14 + $15 }' /proc/$1/stat 2>/dev/null; }
 sys_ticks() { awk '{ print $15 }' /proc/$1/stat 2>/dev/null; }
@@ -115,7 +137,7 @@ np_result kb.a $(np_numa_kb $a)
 np_result kb.b $(np_numa_kb $b)
 end=$(( $(date +%s) + {duration} ))
 while [ "$(date +%s)" -lt "$end" ]; do
-	np_result s $(cut -d' ' -f1 /proc/uptime) $(loc $a) $(loc $b) \
+	np_result s $(cut -d' ' -f1 /proc/uptime) $(loc_a) $(loc $b) \
 		$(( $(np_vmstat pgmigrate_success) - m0 )) $(( $(np_vmstat numa_pte_updates) - u0 )) \
 		$(( $(np_vmstat numa_hint_faults) - f0 )) $( [ -n "$PLACER" ] && cpu_ticks $PLACER || echo 0)
 	sleep 2
@@ -127,13 +149,13 @@ np_result final.b $(np_numa_kb $b)
 np_result hz $(getconf CLK_TCK 2>/dev/null || echo 100)
 case $WAY in
 numaplaced|both)
-	for p in $a $b; do
+	for p in $a $( [ "$b" != "$a" ] && echo $b ); do
 		np_result decision $p "$(busctl get-property org.numaplaced1 /org/numaplaced1/process/$p org.numaplaced1.Process Decision 2>/dev/null | cut -d' ' -f2-)"
 	done
 	np_stop_numaplaced ;;
 numad) np_capture numad.log grep -i -e "moved" -e "advis" /var/log/numad.log ;;
 esac
-kill $a $b
+kill $a $b 2>/dev/null
 """
 
 
@@ -195,7 +217,7 @@ def run_one(args, scenario, way):
                      "min_kb": sum(kb for n, kb in start.items() if n != node)}
     last = samples[-1] if samples else (0, 0, 0, 0, 0, 0, 0)
     out["migrated_mb"] = last[3] * 4096 / 2 ** 20
-    out["min_mb"] = (out["a"]["min_kb"] + out["b"]["min_kb"]) / 1024
+    out["min_mb"] = None if scenario in NO_MINIMUM else (out["a"]["min_kb"] + out["b"]["min_kb"]) / 1024
     out["pte_updates"], out["hint_faults"] = last[4], last[5]
     ticks = res.int("placer.ticks")
     out["placer_cpu_s"] = ticks / hz if ticks is not None else None
@@ -248,7 +270,7 @@ def main():
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--duration", type=int, default=360, help="seconds each way runs after the workloads start")
     ap.add_argument("--ways", default=",".join(WAYS))
-    ap.add_argument("--scenarios", default="1,2,3")
+    ap.add_argument("--scenarios", default="1,2,3,4")
     ap.add_argument("--png", default=os.path.join(npvm.vm_build_dir(), "bench-policy.png"))
     ap.add_argument("--json", help="write the results here (after every run, so a broken run keeps the others)")
     ap.add_argument("--report", metavar="JSON", help="print the tables and draw the plot of an earlier --json; "

@@ -96,7 +96,11 @@ static void usage(FILE *f) {
                 "  --duty PERCENT          with --sweep: sweep PERCENT ms of every 100 ms\n"
                 "  --busy-threads N        with --sweep: only the first N workers sweep\n"
                 "  --report                print per-node page counts after touching;\n"
-                "                          SIGUSR1 prints them again at any time\n"
+                "                          SIGUSR1 prints them again at any time, and with\n"
+                "                          --threads N --sweep how local each worker's own\n"
+                "                          slice is ('SLICES local=PERMILLE w0=NODE:PERMILLE\n"
+                "                          ...': the node of the CPU it last ran on; the shape\n"
+                "                          of autonuma-benchmark's numa02)\n"
                 "  --share-mb N            also N MB of shared memory (MAP_SHARED, same policy),\n"
                 "                          mapped by a child that sleeps until this ends;\n"
                 "                          prints 'CHILD pid=C'\n"
@@ -282,7 +286,11 @@ struct worker {
         unsigned duty; /* percent of the time it sweeps */
         bool unpin; /* run anywhere once touched */
         pthread_barrier_t *ready; /* touched (when touch) */
+        volatile int cpu; /* the CPU it last ran on (sweeping workers), -1 = not yet */
 };
+
+static struct worker *workers;
+static unsigned n_workers;
 
 /* The worker's share of chunk c: pages [*from, *to). */
 static void share(const struct worker *w, size_t c, size_t *from, size_t *to) {
@@ -290,6 +298,56 @@ static void share(const struct worker *w, size_t c, size_t *from, size_t *to) {
         size_t per = (npages + w->nworkers - 1) / w->nworkers;
         *from = per * w->index < npages ? per * w->index : npages;
         *to = *from + per < npages ? *from + per : npages;
+}
+
+/* Pages of `from`..`to` of chunk c on `node`, and how many were asked
+ * (move_pages(2) with nodes == NULL). */
+static void count_on_node(size_t c, size_t from, size_t to, int node, unsigned long *on, unsigned long *all) {
+        enum { BATCH = 4096 };
+        void *pages[BATCH];
+        int status[BATCH];
+        for (size_t done = from; done < to;) {
+                size_t n = to - done < BATCH ? to - done : BATCH;
+                for (size_t i = 0; i < n; i++)
+                        pages[i] = chunks[c].addr + (done + i) * (size_t) page_size;
+                if (move_pages(0, n, pages, NULL, status, 0) != 0)
+                        die_errno("move_pages");
+                for (size_t i = 0; i < n; i++)
+                        *on += status[i] == node;
+                *all += n;
+                done += n;
+        }
+}
+
+/* With several sweeping workers (the shape of autonuma-benchmark's
+ * numa02): the share of each worker's own slice on the node of the CPU it
+ * last ran on, and of all slices together, in per mille:
+ * 'SLICES local=L w0=NODE:L0 w1=NODE:L1 ...'. */
+static void report_slices(void) {
+        unsigned long on_all = 0, all = 0;
+        char line[4096];
+        size_t len = 0;
+        for (unsigned i = 0; i < n_workers; i++) {
+                const struct worker *w = &workers[i];
+                int cpu = w->cpu;
+                if (!w->sweep || cpu < 0)
+                        continue;
+                int node = numa_node_of_cpu(cpu);
+                unsigned long on = 0, n = 0;
+                for (size_t c = 0; c < n_chunks; c++) {
+                        size_t from, to;
+                        share(w, c, &from, &to);
+                        count_on_node(c, from, to, node, &on, &n);
+                }
+                on_all += on;
+                all += n;
+                int k = snprintf(line + len, sizeof line - len, " w%u=%d:%lu", i, node, n ? 1000 * on / n : 0);
+                if (k > 0 && (size_t) k < sizeof line - len)
+                        len += (size_t) k;
+        }
+        line[len] = 0;
+        printf("SLICES local=%lu%s\n", all ? 1000 * on_all / all : 0, line);
+        fflush(stdout);
 }
 
 static void *worker_main(void *arg) {
@@ -331,6 +389,8 @@ static void *worker_main(void *arg) {
                                         (void) *(volatile char *) &chunks[c].addr[p * (size_t) page_size];
                                 else
                                         chunks[c].addr[p * (size_t) page_size]++;
+                                if ((p & 255) == 0)
+                                        w->cpu = sched_getcpu();
                                 if (w->duty >= 100 || (p & 31) != 0)
                                         continue;
                                 clock_gettime(CLOCK_MONOTONIC, &t);
@@ -658,7 +718,8 @@ int main(int argc, char **argv) {
         struct bitmask *tn = o.thread_nodes ? o.thread_nodes : (o.policy != POL_DEFAULT ? o.nodes : NULL);
         if (o.no_pin)
                 tn = NULL;
-        struct worker *workers = calloc(o.threads, sizeof(*workers));
+        workers = calloc(o.threads, sizeof(*workers));
+        n_workers = o.threads;
         pthread_barrier_t touched;
         if (!workers)
                 die_errno("calloc");
@@ -672,6 +733,7 @@ int main(int argc, char **argv) {
                 workers[i].duty = o.duty;
                 workers[i].unpin = o.unpin;
                 workers[i].ready = &touched;
+                workers[i].cpu = -1;
                 workers[i].node = tn ? bitmask_nth(tn, i % (unsigned) numa_bitmask_weight(tn)) : -1;
                 int err = pthread_create(&workers[i].tid, NULL, worker_main, &workers[i]);
                 if (err) {
@@ -702,6 +764,8 @@ int main(int argc, char **argv) {
                 if (report_flag) {
                         report_flag = 0;
                         report_pages();
+                        if (o.threads > 1 && o.sweep)
+                                report_slices();
                 }
                 if (verify_flag) {
                         verify_flag = 0;

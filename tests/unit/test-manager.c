@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -533,6 +534,48 @@ static void test_records_only_for_candidates(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(g_hash_table_size(f->m->processes), ==, seen);
 }
 
+/* Rewrite a fixture file in place (the daemon keeps some descriptors open:
+ * a rename would leave it reading the old file). */
+static void rewrite_in_place(Fixture *f, const char *rel, const char *from, const char *to) {
+        g_autofree char *path = fixture_path(f, rel);
+        g_autofree char *text = NULL;
+        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+        g_autoptr(GString) s = g_string_new(text);
+        g_assert_cmpuint(g_string_replace(s, from, to, 1), ==, 1);
+        FILE *out = fopen(path, "w");
+        g_assert_nonnull(out);
+        g_assert_cmpuint(fwrite(s->str, 1, s->len, out), ==, s->len);
+        g_assert_cmpint(fclose(out), ==, 0);
+}
+
+/* Between stretched scans a peek reads the nodes only: while nothing was
+ * gained it asks for no scan; once a node has 95 MB more in use
+ * (MinProcessMemory=100M: the bar is 90 MB) it does, without scanning
+ * itself; the next scan is the new base. */
+static void test_peek(Fixture *f, gconstpointer data) {
+        g_assert_true(np_manager_peek(f->m)); /* nothing scanned yet */
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        uint64_t scans = f->m->scans;
+        g_assert_false(np_manager_peek(f->m));
+        g_assert_false(np_manager_peek(f->m));
+        rewrite_in_place(f, "sys/devices/system/node/node1/meminfo", "MemFree:          6291456 kB",
+                         "MemFree:          6194176 kB");
+        g_assert_true(np_manager_peek(f->m));
+        g_assert_cmpuint(f->m->scans, ==, scans);
+        /* the scan it brought forward is followed by another soon */
+        f->m->scan_interval_usec = f->m->config->max_scan_interval_usec;
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpuint(f->m->scan_interval_usec, ==, NP_FOLLOWUP_USEC);
+        g_assert_false(np_manager_peek(f->m));
+        /* and then the regular interval again */
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpuint(f->m->scan_interval_usec, ==, f->m->config->scan_interval_usec);
+        /* 85 MB more: below the bar */
+        rewrite_in_place(f, "sys/devices/system/node/node1/meminfo", "MemFree:          6194176 kB",
+                         "MemFree:          6107136 kB");
+        g_assert_false(np_manager_peek(f->m));
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
 #define ADD(path, tree, fn) g_test_add(path, Fixture, tree, setup, fn, teardown)
@@ -548,6 +591,7 @@ int main(int argc, char **argv) {
         ADD("/manager/young-process-cpu", "2node", test_young_process_cpu);
         ADD("/manager/followup", "2node", test_followup);
         ADD("/manager/kernel-watch", "4node", test_kernel_watch);
+        ADD("/manager/peek", "4node", test_peek);
 #undef ADD
         return g_test_run();
 }

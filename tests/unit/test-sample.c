@@ -151,6 +151,39 @@ static void test_sample_nodes_4node(void) {
         np_sysroot_set(NULL);
 }
 
+/* np_sample_gained(): memory in use over all nodes, CPUs busy over all
+ * nodes less the daemon's own. */
+static void test_sample_gained(void) {
+        const uint64_t G = 1ull << 30, M = 1ull << 20;
+        NpNodeSample b[] = { { .id = 0, .mem_total_bytes = 4 * G, .mem_free_bytes = 3 * G, .cpu_busy = 0.5 },
+                             { .id = 1, .mem_total_bytes = 4 * G, .mem_free_bytes = 4 * G, .cpu_busy = 0.0 } };
+        NpNodeSample n[G_N_ELEMENTS(b)];
+        g_autoptr(GArray) before = g_array_new(FALSE, FALSE, sizeof(NpNodeSample));
+        g_autoptr(GArray) now = g_array_new(FALSE, FALSE, sizeof(NpNodeSample));
+        g_array_append_vals(before, b, G_N_ELEMENTS(b));
+
+        memcpy(n, b, sizeof n);
+        g_array_append_vals(now, n, G_N_ELEMENTS(n));
+        g_assert_false(np_sample_gained(before, now, 270 * M, 0.4, 0));
+        /* 100 MB more on each node: 200 MB is not 270 MB */
+        g_array_index(now, NpNodeSample, 0).mem_free_bytes -= 100 * M;
+        g_array_index(now, NpNodeSample, 1).mem_free_bytes -= 100 * M;
+        g_assert_false(np_sample_gained(before, now, 270 * M, 0.4, 0));
+        /* 150 MB more on each: 300 MB, spread over the nodes */
+        g_array_index(now, NpNodeSample, 0).mem_free_bytes -= 50 * M;
+        g_array_index(now, NpNodeSample, 1).mem_free_bytes -= 50 * M;
+        g_assert_true(np_sample_gained(before, now, 270 * M, 0.4, 0));
+        /* memory given back on one node offsets what another took */
+        g_array_index(now, NpNodeSample, 0).mem_free_bytes = 3 * G + 150 * M;
+        g_assert_false(np_sample_gained(before, now, 270 * M, 0.4, 0));
+        /* one CPU more busy, unless it was the daemon's own */
+        g_array_index(now, NpNodeSample, 1).cpu_busy = 1.0;
+        g_assert_true(np_sample_gained(before, now, 270 * M, 0.4, 0));
+        g_assert_false(np_sample_gained(before, now, 270 * M, 0.4, 0.7));
+        g_assert_false(np_sample_gained(before, now, 270 * M, 0, 0));
+        g_assert_false(np_sample_gained(NULL, now, 270 * M, 0.4, 0));
+}
+
 static void test_sample_nodes_special(void) {
         g_autoptr(GArray) out = g_array_new(FALSE, FALSE, sizeof(NpNodeSample));
         {
@@ -605,6 +638,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/sample/proc-stat", test_proc_stat);
         g_test_add_func("/sample/nodes-4node", test_sample_nodes_4node);
         g_test_add_func("/sample/nodes-special", test_sample_nodes_special);
+        g_test_add_func("/sample/gained", test_sample_gained);
         g_test_add_func("/sample/pid-stat-hostile", test_pid_stat_hostile);
         g_test_add_func("/sample/pid-stat-truncated", test_pid_stat_truncated);
         g_test_add_func("/sample/pid-stat-malformed", test_pid_stat_malformed);

@@ -33,6 +33,11 @@ node, cgroup v1), at default settings unless a scenario says otherwise.
   interleave-nb  interleave with the balancing on: the daemon places both
               at its follow-up scan (the kernel does not move interleaved
               memory), pages moved at most 1.05 times the minimum
+  late        one busy process started once the machine was quiet long
+              enough for the scan interval to stretch to MaxScanIntervalSec:
+              a peek between the stretched scans sees its memory and brings
+              the scan forward; placed on one node (>= 95% of its pages);
+              the seconds from its start to its placement are printed
 
 Run one: python3 tests/vm/test_policy.py converge
 """
@@ -108,9 +113,9 @@ BUSY = "--mb 320 --interleave 0-3 --no-thp --sweep --duty 30 --no-pin"
 SCENARIOS = {}
 
 
-def scenario(name, conf="", script="", timeout=420, cmdline=None):
+def scenario(name, conf="", script="", timeout=420, cmdline=None, daemon_conf=""):
     def deco(check):
-        SCENARIOS[name] = (conf, script, check, timeout, cmdline)
+        SCENARIOS[name] = (conf, script, check, timeout, cmdline, daemon_conf)
         return check
     return deco
 
@@ -277,6 +282,40 @@ def check_interleave(t, res):
             share = local_share(res.node_kb(f"{name}.after"), nodes[0])
             t.check(share >= 0.95, f"interleave: {name}: {share:.1%} on node {nodes[0]}")
     t.check(len(set(targets)) == 2, f"interleave: each on its own node ({targets})")
+
+
+# ---- 1b: a process that starts on a quiet machine (issue 22) -----------------
+
+@scenario("late", daemon_conf="LogLevel=debug\n", script=r"""
+# quiet: the interval stretches to MaxScanIntervalSec (15 s)
+np_wait_for 120 sh -c "[ \$(busctl get-property $M ScanIntervalUSec | cut -d' ' -f2) -ge 15000000 ]"
+np_result interval.before $(mprop ScanIntervalUSec)
+s0=$(mprop Scans)
+t0=$(now)
+a=$(np_start_workload /tmp/a """ + BUSY + r""" --reset-policy) || exit 1
+np_result pid.a $a
+kb a.before $a
+np_wait_for 120 all_placed $a
+np_result placed.after $(awk -v a="$(now)" -v b="$t0" 'BEGIN { print a - b }')
+np_result placed.scans $(( $(mprop Scans) - s0 ))
+states $a
+kb a.after $a
+# the peek that brought a scan forward, before the placement
+np_result order "$(grep -n -e 'scanning now' -e "Placed $a " /tmp/numaplaced.log | head -n 2 | tr '\n' ' ')"
+""", timeout=420)
+def check_late(t, res):
+    t.eq(res.get("interval.before"), "15000000", "the machine was quiet: the interval stretched to 15 s")
+    st = final_states(res)
+    state, nodes = st[0] if st else ("?", [])
+    t.eq((state, len(nodes)), ("placed", 1), f"late: placed on one node ({nodes})")
+    if nodes:
+        share = local_share(res.node_kb("a.after"), nodes[0])
+        t.check(share >= 0.95, f"late: {share:.1%} of its pages on node {nodes[0]}")
+    order = res.get("order") or ""
+    t.check(re.match(r"^[0-9]+:.*scanning now.* [0-9]+:.*Placed ", order) is not None,
+            f"a peek brought a scan forward before the placement ({order!r})")
+    print(f"  ..   late: placed {res.get('placed.after')} s after its start, {res.get('placed.scans')} scans later "
+          f"(the stretched interval alone would have waited up to 15 s before the first)")
 
 
 # ---- 2b: beside the kernel's NUMA balancing (issue 22) ---------------------------
@@ -580,13 +619,13 @@ def check_rate(t, res):
 
 
 def main(name):
-    conf, script, check, timeout, cmdline = SCENARIOS[name]
+    conf, script, check, timeout, cmdline, daemon_conf = SCENARIOS[name]
     vm = npvm.VM(f"policy-{name}", TOPO, cgroup="v1", cmdline=cmdline)
     vm.add_commands("numactl")
     vm.add_workload()
     vm.add_dbus()
     vm.add_daemon()
-    vm.add_file("etc/np.conf", BASE_CONF + conf)
+    vm.add_file("etc/np.conf", BASE_CONF.replace("[Placement]\n", daemon_conf + "[Placement]\n") + conf)
     res = vm.run(COMMON + script + FINISH, timeout=timeout)
     t = npvm.Checker(res)
     if not t.require_completed():
