@@ -103,11 +103,17 @@ for x in a b c; do
 	np_result ram.$x $(ram_kb $p)
 done
 end=$(( $(date +%s) + {duration} + ${t0%.*} - $(cut -d. -f1 /proc/uptime) ))
-while [ "$(date +%s)" -lt "$end" ]; do
+sample() {
 	np_result s $(now) $(ram_loc $a) $(ram_loc $b) $(ram_loc $c) \
 		$(( $(np_vmstat pgmigrate_success) - m0 )) $( [ -n "$PLACER" ] && cpu_ticks $PLACER || echo 0)
+}
+while [ "$(date +%s)" -lt "$end" ]; do
+	sample
 	sleep 2
 done
+# the last one, next to the final reads (a placer that acts in the last
+# seconds is counted in both)
+sample
 for x in a b c; do
 	eval p=\$$x
 	np_result final.$x $(ram_kb $p)
@@ -296,7 +302,8 @@ def main():
     ap.add_argument("--duration", type=int, default=360, help="seconds each way runs from the first guest's start")
     ap.add_argument("--backings", default=",".join(BACKINGS))
     ap.add_argument("--ways", default=",".join(WAYS))
-    ap.add_argument("--png", default=None, help="draw locality over time here")
+    ap.add_argument("--png", default=os.path.join(npvm.vm_build_dir(), "bench-guests.png"),
+                    help="draw locality over time here ('' for no plot)")
     ap.add_argument("--json", help="write the results here after every boot (adds to what the file holds)")
     ap.add_argument("--lock", help="hold an flock on this file during each boot")
     ap.add_argument("--report", metavar="JSON", help="print the tables (and draw the plot) of an earlier --json")

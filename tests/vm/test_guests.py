@@ -256,12 +256,19 @@ def check(t, res, name):
                 f"{name}: node 3, whose pool of {HUGE_POOLS[3]} pages cannot hold a guest's "
                 f"{GUEST_MB // 2}, is not chosen ({targets})")
         before, after = pools(res, "pools.before"), pools(res, "pools.after")
+        used = {n: (total - free) for n, (free, total) in after.items()}
+        t.check(before.get(3, (0, 0))[0] < before.get(3, (0, 0))[1] and used.get(3) == 0,
+                f"{name}: the guests' huge pages on node 3 moved off it (pool before {before.get(3)}, "
+                f"after {after.get(3)})")
         for x, node in zip(guests, targets):
-            if node is None or node not in before:
+            if node is None:
                 continue
-            t.check(after[node][0] < before[node][0],
-                    f"{name}: huge pages moved to node {node} (free {before[node][0]} -> {after[node][0]} "
-                    f"of {after[node][1]})")
+            pages = res.node_kb(f"{x}.ram.after").get(node, 0) // 2048
+            t.check(pages >= GUEST_MB // 2 * 0.95 and used.get(node, 0) >= pages,
+                    f"{name}: guest {x}'s {pages} huge pages are in node {node}'s pool ({after.get(node)})")
+        t.check(ram_min_kb > 0 and moved_kb >= ram_min_kb * 0.95,
+                f"{name}: the huge pages moved: pgmigrate_success {moved_kb} kB, the guests' RAM outside their "
+                f"nodes {ram_min_kb} kB")
         print(f"  ..   {name}: pools at boot {res.get('pools.boot')}, with the guests {res.get('pools.before')}, "
               f"after {res.get('pools.after')}")
     print(f"  ..   {name}: bytes moved: pgmigrate_success {moved_kb} kB, MigratedBytes {migrated // 1024} kB; "
