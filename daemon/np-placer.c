@@ -116,6 +116,7 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out) {
                         .failed_full = p->failed_full,
                         .failed_moves = p->failed_moves,
                         .hold = hold,
+                        .cgroup = p->cgroup,
                         .group = group,
                 };
                 g_array_append_val(out, pp);

@@ -94,6 +94,8 @@ typedef struct {
         unsigned failed_moves; /* its last moves in a row that failed on pages: the next one
                                 * waits np_policy_move_wait_usec() */
         NpPolicyHold hold;
+        const char *cgroup; /* its cgroup (cpuset v1 or unified v2 path); NULL or "" = unknown:
+                             * a foreign Decision names it when it is not the root */
         unsigned group; /* 0, or the same number for processes placed as one (the
                          * processes of one systemd unit): see np_policy_decide() */
 } NpPolicyProcess;
