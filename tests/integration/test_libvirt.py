@@ -319,12 +319,41 @@ MaxScanIntervalSec=3600
 
 
 class AutoPlacement(LibvirtCase):
+    def monitor_advise(self):
+        """busctl monitor of Advise() calls on the bus: a function that
+        stops it and returns what it printed."""
+        d = tempfile.mkdtemp(prefix="np-monitor-")
+        self.addCleanup(shutil.rmtree, d, True)
+        path = os.path.join(d, "monitor")
+        with open(path, "w") as out:
+            mon = subprocess.Popen(["busctl", "--address=" + self.bus.address, "monitor",
+                                    "--match=type='method_call',member='Advise'"], stdout=out,
+                                   stderr=subprocess.STDOUT)
+
+        def stop():
+            if mon.poll() is None:
+                mon.terminate()
+                mon.wait(10)
+            return read(path)
+        self.addCleanup(stop)
+        # listening once its BecomeMonitor() call is through (it says so
+        # on stderr then)
+        deadline = time.monotonic() + 10
+        while "Monitoring bus" not in read(path):
+            self.assertLess(time.monotonic(), deadline, "busctl monitor did not start")
+            time.sleep(0.1)
+        return stop
+
     def test_guest_placed_where_numaplaced_says(self):
         self.start(ADVISE_CONF)
         lv = self.libvirtd()
+        monitor = self.monitor_advise()
         lv.define("np-auto", *AUTO)
         r = lv.start("np-auto")
         self.assertEqual(r.returncode, 0, r.stderr + lv.output())
+        # numad -w asked the running daemon (not the machine itself)
+        calls = monitor()
+        self.assertIn("Member=Advise", calls)
         log = read(lv.log)
         # libvirt ran numaplaced as numad: 2 vCPUs, 128 MiB
         self.assertRegex(log, r"About to run /usr/bin/numad -w 2:128\n")
@@ -362,17 +391,19 @@ class AdviceRefused(LibvirtCase):
   </policy>"""
 
     def test_guest_not_started(self):
-        self.start(ADVISE_CONF)
+        d = self.start(ADVISE_CONF)
         lv = self.libvirtd()
         lv.define("np-refused", *AUTO)
         r = lv.start("np-refused")
         self.assertNotEqual(r.returncode, 0, r.stdout)
         # the error libvirt reports names numad
-        self.assertIn("numad", r.stderr)
+        self.assertIn("Failed to query numad for the advisory nodeset", r.stderr)
         self.assertEqual(lv.virsh("domstate", "np-refused").stdout.strip(), "shut off")
         # its log says why: numad exited 1 with numaplaced's message
         log = read(lv.log)
-        self.assertRegex(log, r"/usr/bin/numad -w 2:128\) unexpected exit status 1: numaplaced: Advise\(\) failed")
+        self.assertRegex(log, r"/usr/bin/numad -w 2:128\) unexpected exit status \d+: numaplaced: .*Advise")
+        # and the daemon is still there
+        self.assertTrue(d.alive())
 
 
 FOREIGN_CONF = """[Daemon]
