@@ -428,7 +428,9 @@ class PinnedGuest(LibvirtCase):
         before = threads_allowed(pid)
         cg = cpuset_cgroup(pid)
         self.assertRegex(cg, r"^/machine/qemu-\d+-np-pinned\.libvirt-qemu/emulator$")
-        self.assertEqual(before[pid][0], {0})
+        # libvirt pinned every thread (emulator and vCPUs) to CPU 0
+        for tid, (cpus, mems) in before.items():
+            self.assertEqual((cpus, mems), ({0}, {0}), "thread %d" % tid)
 
         path = "/org/numaplaced1/process/%d" % pid
         iface = "org.numaplaced1.Process"
@@ -446,7 +448,11 @@ class PinnedGuest(LibvirtCase):
         self.assertIn("narrowed by someone else (cgroup %s)" % cg, decision)
         self.assertEqual(self.bus.get("Cgroup", path=path, iface=iface), cg)
         # left alone: two more scans, and every thread is where libvirt put it
-        time.sleep(2.5)
+        scans = self.bus.get("Scans")
+        deadline = time.monotonic() + 30
+        while self.bus.get("Scans") < scans + 2:
+            self.assertLess(time.monotonic(), deadline, "the daemon does not scan")
+            time.sleep(0.2)
         self.assertEqual(self.bus.get("State", path=path, iface=iface), "foreign")
         after = threads_allowed(pid)
         for tid, allowed in after.items():
