@@ -406,7 +406,10 @@ class AdviceRefused(LibvirtCase):
         self.assertTrue(d.alive())
 
 
+# Low thresholds make the guest significant (its vCPU spins); Mode=advise,
+# since every busy process of the host is significant too and none may move.
 FOREIGN_CONF = """[Daemon]
+Mode=advise
 ScanIntervalSec=1
 MaxScanIntervalSec=1
 [Placement]
