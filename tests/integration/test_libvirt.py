@@ -26,18 +26,21 @@ whose boot sector spins (jmp $), so that a vCPU stays busy.
 The settings this machine needs (qemu.conf, below, and the namespace):
 - cgroup_controllers = ["cpuset"]: libvirt writes the advised nodes into the
   cpuset of the guest's cgroups (machine/qemu-N-NAME.libvirt-qemu/{emulator,
-  vcpuN}); the other v1 controllers mounted here are not needed for that, and
-  the devices controller cannot be written in a container. Without systemd as
-  PID 1 libvirt creates these cgroups itself (no machined).
+  vcpuN}); the other v1 controllers mounted here are not needed for that
+  and are left out, so that libvirt writes nothing else on the host. Without
+  systemd as PID 1 (no machined) libvirt creates these cgroups itself; the
+  test removes machine/ afterwards when it was not there before.
 - the empty cgroup2 mount at /sys/fs/cgroup/unified is unmounted in the
   namespace: libvirt 9.0 takes a hybrid hierarchy whose v2 part has no
   controllers for a v2 backend and fails the start with "v2 controller
   '(null)' is not available".
 - user/group root, security_driver "none", dynamic_ownership 0, namespaces
-  []: no libvirt-qemu user, no AppArmor profile, no private /dev for QEMU in
-  this container. Debian's libvirt looks the libvirt-qemu user up at start
-  even so (it comes with libvirt-daemon-system, not installed here): the
-  namespace gets a copy of /etc/passwd and /etc/group with it added.
+  []: QEMU runs as root without an AppArmor profile, chown()ed files or a
+  private /dev of its own (none of which placement needs), in the test's
+  namespace. Debian's libvirt looks its default user libvirt-qemu up at
+  start even so (the user comes with libvirt-daemon-system, not installed
+  here): the namespace gets a copy of /etc/passwd and /etc/group with it
+  added.
 - stdio_handler "file": QEMU's log is written by libvirtd (no virtlogd).
 - libvirtd.conf logs util.command (the numad command line) and qemu_process
   (the node list numad answered) at debug level to the private log dir.
