@@ -125,6 +125,10 @@ typedef struct {
 
 void np_decision_free(NpDecision *d);
 
+/* The Decision of a process narrowed by someone else (NP_HOLD_FOREIGN):
+ * names its cgroup (may be NULL) unless that is the root. Caller frees. */
+char *np_policy_foreign_why(const char *cgroup);
+
 /* How long after its last move a process may move again: min_usec (MinSecondsBetweenMoves=),
  * doubled for each of its last moves in a row that failed on pages (its
  * target had no room), at most NP_POLICY_MAX_BACKOFF doublings. */
@@ -154,10 +158,6 @@ uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves);
  */
 GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
                             const NpPolicyParams *params);
-
-/* The Decision of a process narrowed by someone else (NP_HOLD_FOREIGN):
- * names its cgroup (may be NULL) unless that is the root. Caller frees. */
-char *np_policy_foreign_why(const char *cgroup);
 
 /*
  * Advice for a job not started yet (Advise(), numad -w): the smallest set
