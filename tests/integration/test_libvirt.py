@@ -249,8 +249,10 @@ class Libvirtd:
         deadline = time.monotonic() + 10
         while any(os.path.exists("/proc/%d" % p) for p in self.qemu_pids) and time.monotonic() < deadline:
             time.sleep(0.1)
-        for d in sorted(glob.glob(os.path.join(CPUSET, "machine", "qemu-*.libvirt-qemu", "*")) +
-                        glob.glob(os.path.join(CPUSET, "machine", "qemu-*.libvirt-qemu")), reverse=True):
+        # libvirt removes a guest's cgroups when it stops; what a failed
+        # stop left of this test's guests (np-*) goes here
+        ours = os.path.join(CPUSET, "machine", "qemu-*-np-*.libvirt-qemu")
+        for d in sorted(glob.glob(os.path.join(ours, "*")) + glob.glob(ours), reverse=True):
             if os.path.isdir(d):
                 try:
                     os.rmdir(d)
