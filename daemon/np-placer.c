@@ -116,6 +116,7 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out) {
                         .failed_full = p->failed_full,
                         .failed_moves = p->failed_moves,
                         .hold = hold,
+                        .cgroup = p->cgroup,
                         .group = group,
                 };
                 g_array_append_val(out, pp);
@@ -236,11 +237,39 @@ static void snapshot_clear(Snapshot *s) {
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Snapshot, snapshot_clear)
 
+/* One node of memory: nothing to decide, every process is local there.
+ * Those narrowed by someone else are still shown foreign, with who narrowed
+ * them; one no longer narrowed is observed again. */
+static void settle_foreign(NpManager *m) {
+        g_autoptr(GPtrArray) cands = candidates(m);
+        for (guint i = 0; i < cands->len; i++) {
+                NpProcess *p = cands->pdata[i];
+                NpPolicyHold hold = hold_of(m, p);
+                if (hold == NP_HOLD_FOREIGN) {
+                        g_autofree char *why = np_policy_foreign_why(p->cgroup);
+                        if (p->state != NP_PROC_FOREIGN) {
+                                log_decision(p, LOG_INFO, "Leaving", why);
+                                set_state(m, p, NP_PROC_FOREIGN, NULL);
+                        }
+                        np_process_set_decision(p, why);
+                } else if (hold == NP_HOLD_NONE && p->state == NP_PROC_FOREIGN) {
+                        set_state(m, p, NP_PROC_OBSERVED, NULL);
+                        np_process_set_decision(p, "");
+                }
+                if (p->changed)
+                        m->changes.processes = true;
+        }
+}
+
 void np_placer_run(NpManager *m) {
         /* Nothing to decide while paused, or on a machine with one node of
          * memory (every process is local there). */
-        if (m->paused || np_mask_weight(m->topology->with_memory) < 2)
+        if (m->paused)
                 return;
+        if (np_mask_weight(m->topology->with_memory) < 2) {
+                settle_foreign(m);
+                return;
+        }
         g_auto(Snapshot) s = { 0 };
         snapshot(m, &s);
         g_autoptr(GPtrArray) decisions = np_policy_decide(s.nodes, s.n_nodes, s.procs, s.n_procs, &s.params);

@@ -6,13 +6,15 @@
  * decisions: in Mode=enforce every move goes through the placement path
  * (np-place.h), all of a scan's moves queued at once; in Mode=advise the
  * decision is published (State "advised", TargetNodes) and logged, nothing
- * moves. Nothing is decided while paused.
+ * moves. Nothing is decided while paused, nor on a machine with one node of
+ * memory, where only foreign processes are marked (State and Decision).
  *
  * A process is "foreign" (left alone) when the daemon does not hold it and
  * its Cpus_allowed_list is not every online CPU or its Mems_allowed_list is
  * not every node with memory: someone else (taskset, numactl
  * --cpunodebind/--membind with a cpuset, a container runtime) narrowed it.
- * Include= naming it (or Include()) overrides that.
+ * Include= naming it (or Include()) overrides that. Its Decision names its
+ * cgroup when that is not the root (np_policy_foreign_why()).
  */
 #include <stdbool.h>
 #include <stdint.h>

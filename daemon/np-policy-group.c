@@ -128,8 +128,10 @@ void np_policy_groups_build(NpPolicyGroups *g, const NpPolicyProcess *procs, gui
                 u->failed += p->failed;
                 u->failed_full |= p->failed_full;
                 u->failed_moves = MAX(u->failed_moves, p->failed_moves);
-                if (hold_rank(p->hold) > hold_rank(u->hold))
+                if (hold_rank(p->hold) > hold_rank(u->hold)) {
                         u->hold = p->hold;
+                        u->cgroup = p->cgroup;
+                }
         }
 }
 

@@ -522,6 +522,18 @@ uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves) {
         return min_usec > UINT64_MAX >> k ? UINT64_MAX : min_usec << k;
 }
 
+/* Who narrowed it, where that can be seen: in a cgroup other than the
+ * root, the cgroup is named (libvirt's machine/qemu-1-NAME.libvirt-qemu/
+ * emulator, a container's), where its cpuset is set. In the root cgroup,
+ * whose cpuset holds every CPU and node, only its own affinity narrows. */
+char *np_policy_foreign_why(const char *cgroup) {
+        if (cgroup && *cgroup && !g_str_equal(cgroup, "/"))
+                return g_strdup_printf("its CPUs or memory nodes were narrowed by someone else (cgroup %s): left "
+                                       "alone",
+                                       cgroup);
+        return g_strdup("its CPUs or memory nodes were narrowed by someone else: left alone");
+}
+
 /* Pass 1: what stays whatever the load. NULL when p is a candidate. */
 static char *held(const Ledger *l, const NpPolicyProcess *p) {
         g_autofree char *cur = fmt_mask(p->current);
@@ -531,7 +543,7 @@ static char *held(const Ledger *l, const NpPolicyProcess *p) {
         case NP_HOLD_EXCLUDED:
                 return g_strdup("excluded");
         case NP_HOLD_FOREIGN:
-                return g_strdup("its CPUs or memory nodes were narrowed by someone else: left alone");
+                return np_policy_foreign_why(p->cgroup);
         case NP_HOLD_MOVING:
                 return g_strdup_printf("moving to %s", cur);
         case NP_HOLD_PLACED:

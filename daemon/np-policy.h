@@ -94,6 +94,8 @@ typedef struct {
         unsigned failed_moves; /* its last moves in a row that failed on pages: the next one
                                 * waits np_policy_move_wait_usec() */
         NpPolicyHold hold;
+        const char *cgroup; /* its cgroup (cpuset v1 or unified v2 path); NULL or "" = unknown:
+                             * a foreign Decision names it when it is not the root */
         unsigned group; /* 0, or the same number for processes placed as one (the
                          * processes of one systemd unit): see np_policy_decide() */
 } NpPolicyProcess;
@@ -122,6 +124,10 @@ typedef struct {
 } NpDecision;
 
 void np_decision_free(NpDecision *d);
+
+/* The Decision of a process narrowed by someone else (NP_HOLD_FOREIGN):
+ * names its cgroup (may be NULL) unless that is the root. Caller frees. */
+char *np_policy_foreign_why(const char *cgroup);
 
 /* How long after its last move a process may move again: min_usec (MinSecondsBetweenMoves=),
  * doubled for each of its last moves in a row that failed on pages (its

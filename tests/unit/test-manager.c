@@ -252,6 +252,42 @@ static unsigned one_cpu_ticks(void) {
         return (unsigned) (secs * (double) sysconf(_SC_CLK_TCK) + 0.5);
 }
 
+/* On one node of memory nothing is decided, but a process narrowed by
+ * someone else is shown foreign, its Decision naming its cgroup (a guest
+ * libvirt pinned); no longer narrowed, it is observed again. */
+static void test_one_node_foreign(Fixture *f, gconstpointer data) {
+        g_autofree char *status = fixture_path(f, "proc/4242/status");
+        g_autofree char *cgroup = fixture_path(f, "proc/4242/cgroup");
+        g_autofree char *orig = NULL;
+
+        g_assert_cmpuint(np_mask_weight(f->m->topology->with_memory), ==, 1);
+        g_assert_true(g_file_get_contents(status, &orig, NULL, NULL));
+        scan_and_decide(f);
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+        g_assert_true(p->significant);
+        g_assert_cmpint(p->state, ==, NP_PROC_OBSERVED);
+
+        GString *s = g_string_new(orig);
+        g_assert_cmpuint(g_string_replace(s, "Cpus_allowed_list:\t0-3", "Cpus_allowed_list:\t0", 1), ==, 1);
+        g_assert_true(g_file_set_contents(status, s->str, -1, NULL));
+        g_string_free(s, TRUE);
+        g_assert_true(
+                g_file_set_contents(cgroup, "3:cpuset:/machine/qemu-1-guest.libvirt-qemu/emulator\n0::/\n", -1, NULL));
+        set_utime(f, 184567); /* it ran: its details are read again */
+        scan_and_decide(f);
+        g_assert_cmpint(p->state, ==, NP_PROC_FOREIGN);
+        g_assert_cmpstr(p->decision, ==,
+                        "its CPUs or memory nodes were narrowed by someone else (cgroup "
+                        "/machine/qemu-1-guest.libvirt-qemu/emulator): left alone");
+
+        g_assert_true(g_file_set_contents(status, orig, -1, NULL));
+        set_utime(f, 184667);
+        scan_and_decide(f);
+        g_assert_cmpint(p->state, ==, NP_PROC_OBSERVED);
+        g_assert_cmpstr(p->decision, ==, "");
+}
+
 /* The follow-up scan (NP_FOLLOWUP_USEC) on a sequence of snapshots: a
  * process that crossed MinProcessMemory is measured again at a follow-up
  * instead of the next regular scan; one still touching its memory (a
@@ -585,6 +621,7 @@ int main(int argc, char **argv) {
         ADD("/manager/refresh-replaces-details", "4node", test_refresh_replaces_details);
         ADD("/manager/settled-memory", "4node", test_settled_memory);
         ADD("/manager/idle-details", "4node", test_idle_details);
+        ADD("/manager/one-node-foreign", "nonuma", test_one_node_foreign);
         ADD("/manager/actions-do-not-scan", "2node", test_actions_do_not_scan);
         ADD("/manager/records-only-for-candidates", "2node", test_records_only_for_candidates);
         ADD("/manager/change-records", "2node", test_change_records);

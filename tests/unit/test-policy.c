@@ -484,6 +484,36 @@ static void test_min_interval_and_holds(void) {
         machine_clear(&m);
 }
 
+/* A foreign process's Decision names its cgroup, where its cpuset can be
+ * read (libvirt's emulator cgroup of a pinned guest); not the root cgroup,
+ * which narrows nothing. A unit held foreign by one member names that
+ * member's cgroup. */
+static void test_foreign_names_cgroup(void) {
+        Machine m;
+        machine_init(&m, 4, 4, 4 * GiB);
+        NpPolicyProcess *p = process(&m, 100, 1.0, "0", (unsigned[]){ 0, 500, 0, 0 });
+        p->hold = NP_HOLD_FOREIGN;
+        p->cgroup = "/machine/qemu-1-guest.libvirt-qemu/emulator";
+        NpPolicyProcess *q = process(&m, 200, 1.0, "0", (unsigned[]){ 0, 500, 0, 0 });
+        q->hold = NP_HOLD_FOREIGN;
+        q->cgroup = "/";
+        NpPolicyProcess *r = process(&m, 300, 1.0, "0", (unsigned[]){ 0, 500, 0, 0 });
+        r->hold = NP_HOLD_FOREIGN;
+        NpPolicyProcess *a = process(&m, 400, 0.3, "0", (unsigned[]){ 0, 100, 0, 0 });
+        NpPolicyProcess *b = process(&m, 401, 0.3, "0", (unsigned[]){ 0, 100, 0, 0 });
+        a->group = b->group = 7;
+        a->cgroup = "/system.slice/db.service";
+        b->cgroup = "/system.slice/db.service/pinned";
+        b->hold = NP_HOLD_FOREIGN;
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_keep(d, 0, "narrowed by someone else (cgroup /machine/qemu-1-guest.libvirt-qemu/emulator): left alone");
+        assert_keep(d, 1, "narrowed by someone else: left alone");
+        assert_keep(d, 2, "narrowed by someone else: left alone");
+        assert_keep(d, 3, "(cgroup /system.slice/db.service/pinned)");
+        assert_keep(d, 4, "(cgroup /system.slice/db.service/pinned)");
+        machine_clear(&m);
+}
+
 /* Do no harm on a busy machine: four busy threads on the four 1-CPU nodes,
  * memory interleaved over them (all local), measured at only 1.77 CPUs
  * because the machine is busy and a foreign process fills node 1: its
@@ -979,6 +1009,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/do-no-harm", test_do_no_harm);
         g_test_add_func("/policy/locality-good", test_locality_good);
         g_test_add_func("/policy/min-interval-and-holds", test_min_interval_and_holds);
+        g_test_add_func("/policy/foreign-names-cgroup", test_foreign_names_cgroup);
         g_test_add_func("/policy/placed-stays-then-grows", test_placed_stays_then_grows);
         g_test_add_func("/policy/placed-stuck-pages", test_placed_stuck_pages);
         g_test_add_func("/policy/failed-move-backs-off", test_failed_move_backs_off);
