@@ -226,6 +226,15 @@ class Reservations(CliCase):
         self.assertEqual(len(res), 1)
         self.assertEqual(res[0][0], parse_nodelist(n.stdout))
         self.assertEqual(res[0][1:3], (2000, 300 * MIB))
+        # --status shows it too, to anyone
+        st = self.run_cli("--status", "--json")
+        self.assertEqual(st.returncode, 0, st.stderr)
+        js = json.loads(st.stdout)["reservations"]
+        self.assertEqual([(set(r["nodes"]), r["cpus"], r["bytes"], r["expires_usec"]) for r in js],
+                         [(res[0][0], 2.0, 300 * MIB, res[0][3])])
+        table = self.run_cli("--status").stdout
+        self.assertIn("Reservations held by answers of Advise()", table)
+        self.assertRegex(table, r"\n%s +2\.00 +300\.0 " % re.escape(n.stdout.strip()))
 
     def test_unprivileged_bounded(self):
         d = self.start(CONF, root=self.roomy())
