@@ -57,7 +57,8 @@ int np_advise_parse(const char *arg, double *cpus, unsigned long long *mb) {
 static void on_alarm(int sig) {
         static const char msg[] = "numaplaced: no advice within " STR(
                 NP_ADVISE_LIMIT_SEC) " s, the limit of "
-                                     "--advise and numad -w; giving up (see numaplaced(8), ADVICE)\n";
+                                     "--advise and numad -w; giving up (see \"Advice for jobs not started yet\" in "
+                                     "numaplaced(8))\n";
         ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
         (void) n;
         _exit(1);
@@ -156,7 +157,11 @@ static int ask_daemon(double cpus, uint64_t bytes, NpMask **out) {
                 return 0; /* no system bus: no daemon */
         r = call_until(bus, cpus, bytes, np_now_usec(CLOCK_MONOTONIC) + NP_ADVISE_BUS_TIMEOUT_USEC, &reply);
         const sd_bus_error *err = reply ? sd_bus_message_get_error(reply) : NULL;
-        if (r == -ETIMEDOUT || (err && sd_bus_error_has_name(err, SD_BUS_ERROR_NO_REPLY) && !no_daemon(err, bus))) {
+        if (r == -ETIMEDOUT && sd_bus_is_ready(bus) <= 0) {
+                fprintf(stderr, "numaplaced: the system bus did not accept the connection within %.0f s; no advice\n",
+                        (double) NP_ADVISE_BUS_TIMEOUT_USEC / 1e6);
+        } else if (r == -ETIMEDOUT ||
+                   (err && sd_bus_error_has_name(err, SD_BUS_ERROR_NO_REPLY) && !no_daemon(err, bus))) {
                 fprintf(stderr,
                         "numaplaced: the numaplaced daemon owns %s but did not answer Advise() within %.0f s "
                         "(is it stopped or hung? see systemctl status numaplaced); no advice\n",
@@ -171,7 +176,7 @@ static int ask_daemon(double cpus, uint64_t bytes, NpMask **out) {
                 *out = read_nodes(reply);
                 r = *out ? 1 : -EBADMSG;
         }
-        sd_bus_flush_close_unref(bus);
+        sd_bus_close_unref(bus); /* nothing to flush: a flush could wait for a stuck bus */
         return r;
 }
 

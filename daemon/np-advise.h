@@ -14,7 +14,7 @@
  * that owns the bus name but does not answer is an error, not a reason to
  * sample), sampling is cut short to stay within the limit, and whatever
  * happens the command exits 1 with a message NP_ADVISE_LIMIT_USEC after it
- * started (numaplaced(8), ADVICE).
+ * started (numaplaced(8), "Advice for jobs not started yet").
  */
 #include <glib.h>
 

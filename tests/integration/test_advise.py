@@ -267,5 +267,34 @@ class Reservations(CliCase):
             self.assertIn("did not answer Advise() within 2 s", c.stderr)
 
 
+class Limits(CliCase):
+    """Whatever blocks, --advise ends with status 1 and a message: libvirt
+    waits for numad without a timeout."""
+
+    def test_stopped_bus(self):
+        stuck = nptest.Bus()
+        self.addCleanup(stuck.stop)
+        stuck.proc.send_signal(signal.SIGSTOP)
+        self.addCleanup(lambda: stuck.proc.send_signal(signal.SIGCONT))
+        c = self.run_cli("--advise", "2:300", env_extra={"DBUS_SYSTEM_BUS_ADDRESS": stuck.address})
+        self.assertEqual(c.returncode, 1, (c.stdout, c.stderr))
+        self.assertEqual(c.stdout, "")
+        self.assertIn("the system bus did not accept the connection within 2 s", c.stderr)
+
+    def test_blocked_read_hits_the_hard_limit(self):
+        # no daemon: the command samples a fixture whose /proc/stat is a
+        # FIFO nobody writes, so its first read never returns
+        d = tempfile.mkdtemp(prefix="np-fifo-")
+        self.addCleanup(lambda: shutil.rmtree(d, ignore_errors=True))
+        root = os.path.join(d, "root")
+        shutil.copytree(os.path.join(nptest.FIXTURES, "4node"), root, symlinks=True)
+        os.unlink(os.path.join(root, "proc", "stat"))
+        os.mkfifo(os.path.join(root, "proc", "stat"))
+        c = self.run_cli("--advise", "2:300", "--root", root, "--config", "/nonexistent/numaplaced.conf")
+        self.assertEqual(c.returncode, 1, (c.stdout, c.stderr))
+        self.assertEqual(c.stdout, "")
+        self.assertIn("no advice within 5 s, the limit of --advise and numad -w", c.stderr)
+
+
 if __name__ == "__main__":
     nptest.main()
