@@ -89,7 +89,7 @@ class Advise(CliCase):
     def test_daemon_and_cli_agree(self):
         root = os.path.join(nptest.FIXTURES, "8node")
         # nothing held: the command line gets the answer the call got
-        self.start(CONF + "[Placement]\nAdviceHoldSec=0\n", root=root)
+        d = self.start(CONF + "[Placement]\nAdviceHoldSec=0\n", root=root)
         r = self.bus.call("Advise", "dt", 2, 1 << 30)
         sig, *vals = r.stdout.split()
         self.assertEqual(sig, "au")
@@ -111,6 +111,30 @@ class Advise(CliCase):
         big = self.run_cli("--advise", "100000:100000000")
         self.assertEqual(big.returncode, 0, big.stderr)
         self.assertRegex(big.stdout, NODELIST)
+        # ... every node with memory, and the daemon says why, in terms an
+        # operator can act on
+        self.assertEqual(parse_nodelist(big.stdout), set(range(8)))
+        self.assertIn("asks more than the whole machine has at TargetUtilization=85%", d.stderr())
+        self.assertIn("(make it smaller or raise TargetUtilization=)", d.stderr())
+
+    def test_memory_only_and_cpu_only_nodes(self):
+        # memonly: nodes 0-1 with CPUs, node 2 memory only (16 GiB, the
+        # most free); cpuonly: node 1 CPUs only. An answer always holds a
+        # node with CPUs and never a node without memory.
+        cases = (("memonly", "1:512", lambda n: n & {0, 1} and len(n) == 1),
+                 ("memonly", "2:12288", lambda n: 2 in n and n & {0, 1}),
+                 ("cpuonly", "2:512", lambda n: n == {0}),
+                 ("cpuonly", "6:512", lambda n: n == {0}))
+        for fixture, arg, ok in cases:
+            with self.subTest(fixture=fixture, arg=arg):
+                root = os.path.join(nptest.FIXTURES, fixture)
+                c = self.run_cli("--advise", arg, "--root", root, "--config", "/nonexistent/numaplaced.conf")
+                self.assertEqual(c.returncode, 0, c.stderr)
+                self.assertTrue(ok(parse_nodelist(c.stdout)), c.stdout)
+                d = self.start(CONF, root=root)
+                r = self.bus.call("Advise", "dt", float(arg.split(":")[0]), int(arg.split(":")[1]) * MIB)
+                self.assertTrue(ok(advise_nodes(r.stdout)), r.stdout)
+                d.cleanup()
 
     def test_no_daemon_samples_the_machine(self):
         # a bus without numaplaced: the command samples the fixture itself
