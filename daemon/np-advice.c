@@ -72,6 +72,28 @@ static void size_of(NpManager *m, const NpMask *set, double *cpus, uint64_t *byt
         }
 }
 
+/* Notices about the answers to callers other than root: at most one in
+ * this long, so that anyone calling Advise() cannot flood the journal. */
+#define NOTICE_INTERVAL_USEC (10 * G_USEC_PER_SEC)
+
+/* May a notice about an answer to uid be logged now? Root's always are. */
+static bool notice_allowed(NpManager *m, uint32_t uid) {
+        if (uid == 0)
+                return true;
+        uint64_t now = np_now_usec(CLOCK_MONOTONIC);
+        if (m->advice_notice_usec && now - m->advice_notice_usec < NOTICE_INTERVAL_USEC) {
+                m->advice_notices_dropped++;
+                return false;
+        }
+        if (m->advice_notices_dropped)
+                log_notice("%u notice%s about Advise() from callers other than root left out (at most one in %.0f s)",
+                           m->advice_notices_dropped, m->advice_notices_dropped > 1 ? "s" : "",
+                           (double) NOTICE_INTERVAL_USEC / 1e6);
+        m->advice_notice_usec = now;
+        m->advice_notices_dropped = 0;
+        return true;
+}
+
 static void log_fit(NpManager *m, const NpMask *nodes, double cpus, uint64_t bytes, const NpAdviceFit *fit) {
         g_autofree char *s = np_mask_format(nodes);
         unsigned t = m->config->target_utilization;
@@ -97,7 +119,7 @@ NpMask *np_advice_give(NpManager *m, double cpus, uint64_t bytes, uint32_t uid, 
         NpMask *nodes = np_placer_advise(m, cpus, bytes, &fit, error);
         if (!nodes)
                 return NULL;
-        if (!fit.fits)
+        if (!fit.fits && notice_allowed(m, uid))
                 log_fit(m, nodes, cpus, bytes, &fit);
 
         double nc, mc;
@@ -125,7 +147,7 @@ NpMask *np_advice_give(NpManager *m, double cpus, uint64_t bytes, uint32_t uid, 
         } else if (o == NP_RESERVE_OFF || o == NP_RESERVE_EMPTY) {
                 log_debug("Advised %s for %.2f CPUs and %.0f MiB (uid %" PRIu32 "), not held: %s", s, cpus,
                           (double) bytes / MIB, uid, np_reserve_outcome_to_string(o));
-        } else {
+        } else if (notice_allowed(m, uid)) {
                 log_notice("Advised %s for %.2f CPUs and %.0f MiB (uid %" PRIu32 "), not held: %s", s, cpus,
                            (double) bytes / MIB, uid, np_reserve_outcome_to_string(o));
         }

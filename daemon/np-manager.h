@@ -111,6 +111,8 @@ typedef struct NpManager {
         NpMover *mover; /* NULL until np_place_setup() */
         NpReservations *reservations; /* the room answers of Advise() hold (np-advice.h) */
         sd_event_source *reservation_timer; /* fires at the next reservation's expiry, or NULL */
+        uint64_t advice_notice_usec; /* CLOCK_MONOTONIC of the last notice about an unprivileged Advise() */
+        unsigned advice_notices_dropped; /* notices left out since (np-advice.c) */
 
         bool paused;
         bool status_sent; /* it sent a STATUS= of its own (reload): the next scan's is sent again */
