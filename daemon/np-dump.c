@@ -81,6 +81,21 @@ char *np_manager_dump(NpManager *m) {
                                        target, per->str);
                 g_string_free(per, TRUE);
         }
+        const NpReservations *rs = m->reservations;
+        uint64_t now = np_now_usec(CLOCK_MONOTONIC);
+        g_string_append_printf(s, "\nReservations: %u (AdviceHoldSec=%.0f)\n", np_reservations_count(rs),
+                               (double) c->advice_hold_usec / 1e6);
+        if (np_reservations_count(rs))
+                g_string_append(s, "  ID    NODES      CPUS     MIB  EXPIRES_IN  UID         TAKEN_UP_BY\n");
+        for (guint i = 0; i < np_reservations_count(rs); i++) {
+                const NpReservation *res = np_reservations_get(rs, i);
+                g_autofree char *nodes = np_mask_format(res->nodes);
+                g_autofree char *mb = mib(res->bytes);
+                g_autofree char *by = res->pid ? g_strdup_printf("%d", res->pid) : g_strdup("-");
+                double left = res->expires_usec > now ? (double) (res->expires_usec - now) / 1e6 : 0.0;
+                g_string_append_printf(s, "  %-4" PRIu64 "  %-9s  %5.2f  %6s  %8.1f s  %-10u  %s\n", res->id, nodes,
+                                       res->cpus, mb, left, res->uid, by);
+        }
         if (m->mover) {
                 const NpMove *mv = np_mover_current(m->mover);
                 if (mv)

@@ -79,6 +79,7 @@ NpManager *np_manager_new(const char *config_file, NpConfig *config, GError **er
         m->changes.nodes = g_hash_table_new(g_direct_hash, g_direct_equal);
         g_queue_init(&m->changes.placed);
         m->cpus_changed = np_mask_new();
+        m->reservations = np_reservations_new();
 
         if (np_topology_load(&m->topology, error) < 0)
                 return NULL;
@@ -90,6 +91,8 @@ void np_manager_free(NpManager *m) {
                 return;
         np_mover_free(m->mover);
         np_backend_free(m->backend);
+        sd_event_source_disable_unref(m->reservation_timer);
+        np_reservations_free(m->reservations);
         g_hash_table_destroy(m->processes);
         np_proc_table_free(m->proc_table);
         g_hash_table_destroy(m->included);

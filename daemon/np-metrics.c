@@ -112,6 +112,8 @@ NpMetrics *np_metrics_collect(NpManager *m, unsigned max_processes) {
         for (int r = 0; r < _NP_PLACE_REASON_MAX; r++)
                 s->placements[r] = m->placements[r];
         s->config_reload_errors = m->config_errors;
+        s->reservations = np_reservations_count(m->reservations);
+        s->reserved_bytes = np_reservations_bytes(m->reservations);
         return s;
 }
 
@@ -247,6 +249,12 @@ char *np_metrics_format(const NpMetrics *s) {
         for (guint i = 0; i < s->processes->len; i++)
                 sample_double(o, "numaplaced_process_locality_ratio", labels->pdata[i],
                               g_array_index(s->processes, NpMetricsProcess, i).locality);
+
+        family(o, "numaplaced_reservations", "gauge",
+               "Reservations the answers of Advise() (numad -w) hold now (AdviceHoldSec=).");
+        sample_u64(o, "numaplaced_reservations", NULL, s->reservations);
+        family(o, "numaplaced_reserved_bytes", "gauge", "Memory the reservations hold now.");
+        sample_u64(o, "numaplaced_reserved_bytes", NULL, s->reserved_bytes);
 
         family(o, "numaplaced_config_reload_errors_total", "counter",
                "Configuration reloads rejected (the previous configuration stayed).");

@@ -9,6 +9,7 @@
 #include "np-log.h"
 #include "np-place.h"
 #include "np-policy.h"
+#include "np-reserve.h"
 
 /* ---- the snapshot ------------------------------------------------------- */
 
@@ -223,6 +224,8 @@ static void snapshot(NpManager *m, Snapshot *s) {
         s->proc_arr = g_array_new(FALSE, FALSE, sizeof(NpPolicyProcess));
         build_nodes(m, s->node_arr);
         build_procs(m, s->cands, s->proc_arr);
+        /* the room answers of Advise() hold, after the candidates */
+        np_reservations_to_procs(m->reservations, s->proc_arr);
         params_of(m, &s->params);
         s->nodes = (const NpPolicyNode *) (void *) s->node_arr->data;
         s->n_nodes = s->node_arr->len;
@@ -273,7 +276,7 @@ void np_placer_run(NpManager *m) {
         g_auto(Snapshot) s = { 0 };
         snapshot(m, &s);
         g_autoptr(GPtrArray) decisions = np_policy_decide(s.nodes, s.n_nodes, s.procs, s.n_procs, &s.params);
-        for (guint i = 0; i < decisions->len; i++) {
+        for (guint i = 0; i < s.cands->len; i++) {
                 NpProcess *p = s.cands->pdata[i];
                 const NpDecision *d = decisions->pdata[i];
                 NpPolicyHold hold = s.procs[i].hold;
@@ -284,7 +287,7 @@ void np_placer_run(NpManager *m) {
         }
 }
 
-NpMask *np_placer_advise(NpManager *m, double cpus, uint64_t bytes, bool *fits, GError **error) {
+NpMask *np_placer_advise(NpManager *m, double cpus, uint64_t bytes, NpAdviceFit *fit, GError **error) {
         if (!isfinite(cpus) || cpus < 0 || cpus > 1e6) {
                 g_set_error(error, NP_ERROR, NP_ERROR_INVALID_ARGS, "Invalid CPU count %g (expected 0 to 1000000)",
                             cpus);
@@ -292,7 +295,7 @@ NpMask *np_placer_advise(NpManager *m, double cpus, uint64_t bytes, bool *fits, 
         }
         g_auto(Snapshot) s = { 0 };
         snapshot(m, &s);
-        NpMask *set = np_policy_advise(s.nodes, s.n_nodes, s.procs, s.n_procs, &s.params, cpus, bytes, fits);
+        NpMask *set = np_policy_advise(s.nodes, s.n_nodes, s.procs, s.n_procs, &s.params, cpus, bytes, fit);
         if (!set)
                 g_set_error(error, NP_ERROR, NP_ERROR_NOT_SUPPORTED, "No NUMA node has memory");
         return set;

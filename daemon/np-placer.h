@@ -20,14 +20,16 @@
 #include <stdint.h>
 
 #include "np-manager.h"
+#include "np-policy.h"
 
 /* Run the policy over the manager's last scan and carry out its decisions. */
 void np_placer_run(NpManager *m);
 
 /*
  * Advise(): the nodes for a job that needs `cpus` CPUs and `bytes` of
- * memory, from the same policy and the last scan's ledger. *fits (may be
- * NULL) says whether they have the room at TargetUtilization. NULL with
+ * memory, from the same policy and the last scan's ledger, with the room
+ * the outstanding reservations hold taken. *fit (may be NULL) says whether
+ * they have the room at TargetUtilization, and what they lack. NULL with
  * *error set when the arguments are invalid or no node has memory.
  */
-NpMask *np_placer_advise(NpManager *m, double cpus, uint64_t bytes, bool *fits, GError **error);
+NpMask *np_placer_advise(NpManager *m, double cpus, uint64_t bytes, NpAdviceFit *fit, GError **error);

@@ -131,6 +131,8 @@ static void remove_candidates(Ledger *l, const NpPolicyProcess *procs, guint n_p
         }
         for (guint i = 0; i < n_procs; i++) {
                 const NpPolicyProcess *p = &procs[i];
+                if (p->hold == NP_HOLD_RESERVED)
+                        continue; /* not in the samples */
                 cand += p->cpu;
                 for (guint k = 0; p->per_node && k < p->per_node->len; k++) {
                         const NpNodeBytes *nb = &g_array_index(p->per_node, NpNodeBytes, k);
@@ -546,6 +548,8 @@ static char *held(const Ledger *l, const NpPolicyProcess *p) {
                 return np_policy_foreign_why(p->cgroup);
         case NP_HOLD_MOVING:
                 return g_strdup_printf("moving to %s", cur);
+        case NP_HOLD_RESERVED:
+                return g_strdup_printf("room on %s held by an answer of Advise()", cur);
         case NP_HOLD_PLACED:
         case NP_HOLD_NONE:
                 break;
@@ -730,6 +734,12 @@ static gint cmp_size(gconstpointer a, gconstpointer b, gpointer data) {
         return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
+/* Counted on its nodes rather than where its pages are: a process moving
+ * there, or the room a reservation holds. */
+static bool goes_to_current(const NpPolicyProcess *p) {
+        return (p->hold == NP_HOLD_MOVING || p->hold == NP_HOLD_RESERVED) && p->current;
+}
+
 static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
                               const NpPolicyParams *params) {
         Ledger l;
@@ -744,7 +754,7 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                 char *why = held(&l, &procs[i]);
                 if (!why)
                         continue;
-                if (procs[i].hold == NP_HOLD_MOVING && procs[i].current)
+                if (goes_to_current(&procs[i]))
                         commit(&l, &procs[i], procs[i].current);
                 else
                         footprint(&l, &procs[i], +1);
@@ -863,49 +873,100 @@ GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPo
         return res;
 }
 
+/* The nodes that come closest to holding job when nothing has room: as
+ * many as it needs on the idle machine (every node with memory when even
+ * that is too small), grown from the node with the most memory room by
+ * nearness, then room now. NULL when no node has memory. */
+static NpMask *closest(const Ledger *l, const NpPolicyProcess *job) {
+        int seed = -1;
+        double best = -INFINITY;
+        for (guint i = 0; i < l->n; i++) {
+                double r = l->s[i].cap_mem - l->s[i].used_mem;
+                if (l->s[i].has_mem && r > best) {
+                        best = r;
+                        seed = (int) l->s[i].id;
+                }
+        }
+        if (seed < 0)
+                return NULL;
+        Ledger idle = *l;
+        idle.s = g_memdup2(l->s, l->n * sizeof(Slot));
+        for (guint i = 0; i < idle.n; i++)
+                idle.s[i].used_mem = idle.s[i].used_cpu = 0;
+        NpMask *set = np_mask_new();
+        np_mask_set(set, (unsigned) seed);
+        while (!fits(&idle, set, (double) job->mem, cpu_demand(job), 0.0)) {
+                int pick = -1;
+                unsigned pick_d = UINT32_MAX;
+                double pick_room = -INFINITY;
+                for (guint i = 0; i < l->n; i++) {
+                        const Slot *s = &l->s[i];
+                        if (!s->has_mem || np_mask_test(set, s->id))
+                                continue;
+                        unsigned d = 0;
+                        NP_MASK_FOREACH (y, set)
+                                d += distance(l, s->id, (unsigned) y);
+                        /* room now: memory, and CPUs as a share of the job's */
+                        double r = (s->cap_mem - s->used_mem) / MAX((double) job->mem, 1.0) +
+                                (s->has_cpu ? (s->cap_cpu - s->used_cpu) / MAX(cpu_demand(job), 0.01) : 0.0);
+                        if (d < pick_d || (d == pick_d && r > pick_room)) {
+                                pick = (int) s->id;
+                                pick_d = d;
+                                pick_room = r;
+                        }
+                }
+                if (pick < 0)
+                        break; /* every node with memory */
+                np_mask_set(set, (unsigned) pick);
+        }
+        g_free(idle.s);
+        return set;
+}
+
+/* Would job fit on every node with memory of the idle machine? */
+static bool within_machine(const Ledger *l, const NpPolicyProcess *job) {
+        g_autoptr(NpMask) all = np_mask_new();
+        Ledger idle = *l;
+        idle.s = g_memdup2(l->s, l->n * sizeof(Slot));
+        for (guint i = 0; i < idle.n; i++) {
+                idle.s[i].used_mem = idle.s[i].used_cpu = 0;
+                if (idle.s[i].has_mem)
+                        np_mask_set(all, idle.s[i].id);
+        }
+        bool ok = fits(&idle, all, (double) job->mem, cpu_demand(job), 0.0);
+        g_free(idle.s);
+        return ok;
+}
+
 NpMask *np_policy_advise(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
-                         const NpPolicyParams *params, double cpus, uint64_t bytes, bool *fits_out) {
+                         const NpPolicyParams *params, double cpus, uint64_t bytes, NpAdviceFit *fit) {
         Ledger l;
-        NpPolicyProcess job = { .pid = 0, .cpu = MAX(cpus, 0.0), .mem = bytes };
+        NpPolicyProcess job = { .pid = 0, .cpu = MAX(cpus, NP_POLICY_ADVISE_MIN_CPU), .mem = bytes };
         NpMask *set;
 
         ledger_init(&l, nodes, n_nodes, params);
         /* every process counts where it is now, a moving one where it goes */
         remove_candidates(&l, procs, n_procs);
         for (guint i = 0; i < n_procs; i++)
-                if (procs[i].hold == NP_HOLD_MOVING && procs[i].current)
+                if (goes_to_current(&procs[i]))
                         commit(&l, &procs[i], procs[i].current);
                 else
                         footprint(&l, &procs[i], +1);
 
         set = choose(&l, &job, NULL, NULL, false);
-        if (fits_out)
-                *fits_out = set != NULL;
+        NpAdviceFit f = { .fits = set != NULL };
         if (!set) {
-                /* Nothing has room: the nodes with the most room, as many as
-                 * the demand needs by capacity alone, nearest first. */
-                int seed = -1;
-                double best = -INFINITY;
-                for (guint i = 0; i < l.n; i++) {
-                        double r = l.s[i].cap_mem - l.s[i].used_mem;
-                        if (l.s[i].has_mem && r > best) {
-                                best = r;
-                                seed = (int) l.s[i].id;
-                        }
-                }
-                if (seed >= 0) {
-                        Ledger empty = l;
-                        empty.s = g_memdup2(l.s, l.n * sizeof(Slot));
-                        for (guint i = 0; i < empty.n; i++) {
-                                empty.s[i].used_mem = 0;
-                                empty.s[i].used_cpu = 0;
-                        }
-                        set = np_mask_new();
-                        np_mask_set(set, (unsigned) seed);
-                        (void) grow(&empty, set, &job, 0.0);
-                        g_free(empty.s);
+                set = closest(&l, &job);
+                f.beyond_machine = !within_machine(&l, &job);
+                if (set) {
+                        double rm, rc;
+                        room(&l, set, &rm, &rc, NULL, NULL);
+                        f.short_bytes = MAX(0.0, (double) bytes - rm);
+                        f.short_cpus = MAX(0.0, cpus - rc);
                 }
         }
+        if (fit)
+                *fit = f;
         g_free(l.s);
         return set;
 }

@@ -14,8 +14,8 @@
  * candidate is counted once, where the decision puts it. Decisions are made
  * in this order, each committing its process to the ledger:
  *
- *   1. processes that stay where they are whatever the load: pinned by
- *      Place(), excluded, narrowed by someone else (foreign), moving now,
+ *   1. processes that stay where they are whatever the load, and the room
+ *      reservations hold (np-reserve.h): pinned by Place(), excluded, narrowed by someone else (foreign), moving now,
  *      moved less than MinSecondsBetweenMoves ago, interleaved with
  *      KeepInterleaved=yes, or whose memory is unknown;
  *   2. processes the policy placed earlier stay while their nodes hold them
@@ -66,6 +66,8 @@ typedef enum {
         NP_HOLD_EXCLUDED, /* Exclude= / Exclude() */
         NP_HOLD_FOREIGN, /* CPUs or nodes narrowed by someone else */
         NP_HOLD_MOVING, /* a move of it is queued or running */
+        NP_HOLD_RESERVED, /* not a process: room an answer of Advise() holds on current
+                           * (cpu, mem), counted there like a process moving there */
 } NpPolicyHold;
 
 typedef struct {
@@ -159,14 +161,29 @@ uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves);
 GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
                             const NpPolicyParams *params);
 
+/* What an advice's nodes offer (np_policy_advise()). */
+typedef struct {
+        bool fits; /* they have the room at TargetUtilization */
+        bool beyond_machine; /* the job is bigger than every node together at TargetUtilization */
+        double short_cpus; /* CPUs the nodes lack for it at TargetUtilization (0 when it fits) */
+        double short_bytes; /* bytes they lack for it */
+} NpAdviceFit;
+
+/* The least CPU demand of an advised job: a job runs somewhere, so every
+ * answer holds a node with CPUs (a memory-only node is never the answer
+ * alone, a node without memory never in it). */
+#define NP_POLICY_ADVISE_MIN_CPU 0.01
+
 /*
  * Advice for a job not started yet (Advise(), numad -w): the smallest set
  * of nodes with room for `cpus` CPUs and `bytes` of memory at
  * TargetUtilization once every process of `procs` is counted where it is
- * now, preferring nearness, then room. When nothing has room, the set with
- * the most room of the size the demand needs (up to every node with
- * memory); *fits (may be NULL) says which. NULL only when no node has
- * memory. Caller frees.
+ * now (reservations, NP_HOLD_RESERVED, where they hold room), preferring
+ * nearness, then room. When nothing has room, the nodes that come closest:
+ * as many as the job needs on the idle machine (every node with memory when
+ * it is bigger than the machine), grown from the node with the most room
+ * by nearness, then room. *fit (may be NULL) says which. NULL only when no
+ * node has memory. Caller frees.
  */
 NpMask *np_policy_advise(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
-                         const NpPolicyParams *params, double cpus, uint64_t bytes, bool *fits);
+                         const NpPolicyParams *params, double cpus, uint64_t bytes, NpAdviceFit *fit);
