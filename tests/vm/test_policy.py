@@ -33,6 +33,13 @@ node, cgroup v1), at default settings unless a scenario says otherwise.
   interleave-nb  interleave with the balancing on: the daemon places both
               at its follow-up scan (the kernel does not move interleaved
               memory), pages moved at most 1.05 times the minimum
+  hugetlb     2 MB pages reserved on every node, node 0's pool (64 pages)
+              too small for a busy process whose 320 MB are hugetlb pages
+              (np-workload --hugetlb under numactl --interleave=all): it is
+              significant (MemoryBytes counts its huge pages), placed within
+              3 scans of becoming significant on one node other than 0 with
+              >= 95% of its huge pages there; no Decision or placement ever
+              names node 0
 
 Run one: python3 tests/vm/test_policy.py converge
 """
@@ -577,6 +584,61 @@ def check_rate(t, res):
     t.check(res.int("during.scans") is not None, "a property read answered during the move")
     t.eq(res.get("during.placed"), "0", "the reads answered before the first placement ended")
     check_placed_alone(t, res, ["a", "b"], "rate")
+
+
+# ---- hugetlb pages: the pools (issue 24) ------------------------------------
+
+HUGE_POOL = "/sys/devices/system/node/node$n/hugepages/hugepages-2048kB"
+
+
+@scenario("hugetlb", script=r"""
+# 170 pages (340 MB) on nodes 1-3, 64 on node 0: the workload's 160 pages
+# fit any of 1-3, never node 0
+for n in 0 1 2 3; do
+	if [ $n = 0 ]; then want=64; else want=170; fi
+	echo $want > """ + HUGE_POOL + r"""/nr_hugepages
+done
+np_result pools $(for n in 0 1 2 3; do cat """ + HUGE_POOL + r"""/nr_hugepages; done)
+rm -f /tmp/h
+numactl --interleave=all np-workload --ready-file /tmp/h --mb 320 --hugetlb --sweep --duty 30 --no-pin \
+	> /tmp/h.out 2>&1 &
+h=$!
+np_wait_file /tmp/h 60 || { cat /tmp/h.out; exit 1; }
+np_result pid.h $h
+np_result rss.kb $(awk '/^VmRSS/ { print $2 }' /proc/$h/status)
+np_result before.kb $(np_numa_kb $h ' huge ')
+np_wait_for 240 all_placed $h
+np_result after.kb $(np_numa_kb $h ' huge ')
+np_result memory $(pprop $h MemoryBytes)
+np_result decision "$(pprop $h Decision)"
+np_result pools.free $(for n in 0 1 2 3; do cat """ + HUGE_POOL + r"""/free_hugepages; done)
+states $h
+""", timeout=600)
+def check_hugetlb(t, res):
+    t.eq(res.get("pools"), "64 170 170 170", "the pools were reserved")
+    before = res.node_kb("before.kb")
+    t.eq(sum(before.values()), 320 * 1024, "320 MB in huge pages")
+    t.check(sum(1 for v in before.values() if v) >= 3, f"allocated interleaved ({before})")
+    t.check(res.int("rss.kb") < 64 * 1024, f"its huge pages are not resident memory (VmRSS {res.get('rss.kb')} kB)")
+    t.check(int((res.get("memory") or "0").split()[-1]) >= 320 << 20,
+            f"MemoryBytes counts its huge pages ({res.get('memory')})")
+    targets = check_placed_alone(t, res, ["h"], "hugetlb")
+    target = targets[0] if targets else None
+    t.check(target not in (None, 0), f"placed on a node whose pool holds it, not node 0 ({target})")
+    after = res.node_kb("after.kb")
+    if target is not None:
+        share = local_share(after, target)
+        t.check(share >= 0.95, f">= 95% of its huge pages on node {target} ({share:.1%}: {after})")
+    pid = res.int("pid.h")
+    named = []
+    for line in res.all("mon") + res.all("numaplaced.log"):
+        if str(pid) not in line:
+            continue
+        for m in re.finditer(r"(?:place on|on nodes) ([0-9][0-9,-]*)", line):
+            named.append(m.group(1))
+    t.check(named and all("0" not in re.split(r"[,-]", x) for x in named),
+            f"no Decision or placement names node 0 ({sorted(set(named))})")
+    print(f"  ..   decision: {res.get('decision')}; free pages after: {res.get('pools.free')}")
 
 
 def main(name):
