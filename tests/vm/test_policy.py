@@ -40,6 +40,8 @@ node, cgroup v1), at default settings unless a scenario says otherwise.
               3 scans of becoming significant on one node other than 0 with
               >= 95% of its huge pages there; no Decision or placement ever
               names node 0
+  hugetlb-file  the same with the memory in a file on hugetlbfs mapped
+              shared (np-workload --hugetlb-file), as a guest's RAM
 
 Run one: python3 tests/vm/test_policy.py converge
 """
@@ -591,7 +593,9 @@ def check_rate(t, res):
 HUGE_POOL = "/sys/devices/system/node/node$n/hugepages/hugepages-2048kB"
 
 
-@scenario("hugetlb", script=r"""
+def hugetlb_script(setup, args):
+    """The hugetlb scenarios' script: pools, `setup`, np-workload ARGS."""
+    return r"""
 # 170 pages (340 MB) on nodes 1-3, 64 on node 0: the workload's 160 pages
 # fit any of 1-3, never node 0
 for n in 0 1 2 3; do
@@ -599,12 +603,14 @@ for n in 0 1 2 3; do
 	echo $want > """ + HUGE_POOL + r"""/nr_hugepages
 done
 np_result pools $(for n in 0 1 2 3; do cat """ + HUGE_POOL + r"""/nr_hugepages; done)
+""" + setup + r"""
 rm -f /tmp/h
-numactl --interleave=all np-workload --ready-file /tmp/h --mb 320 --hugetlb --sweep --duty 30 --no-pin \
+numactl --interleave=all np-workload --ready-file /tmp/h --mb 320 """ + args + r""" --sweep --duty 30 --no-pin \
 	> /tmp/h.out 2>&1 &
 h=$!
 np_wait_file /tmp/h 60 || { cat /tmp/h.out; exit 1; }
 np_result pid.h $h
+np_result maps "$(grep ' huge ' /proc/$h/numa_maps | head -n 1)"
 np_result rss.kb $(awk '/^VmRSS/ { print $2 }' /proc/$h/status)
 np_result before.kb $(np_numa_kb $h ' huge ')
 np_wait_for 240 all_placed $h
@@ -613,9 +619,24 @@ np_result memory $(pprop $h MemoryBytes)
 np_result decision "$(pprop $h Decision)"
 np_result pools.free $(for n in 0 1 2 3; do cat """ + HUGE_POOL + r"""/free_hugepages; done)
 states $h
-""", timeout=600)
-def check_hugetlb(t, res):
+"""
+
+
+@scenario("hugetlb", script=hugetlb_script("", "--hugetlb"), timeout=600)
+def check_hugetlb_anon(t, res):
+    check_hugetlb(t, res, "file=/anon_hugepage")
+
+
+# a guest's RAM: a file on hugetlbfs, mapped shared
+@scenario("hugetlb-file", script=hugetlb_script("mkdir -p /dev/hugepages && mount -t hugetlbfs none /dev/hugepages",
+                                                "--hugetlb-file /dev/hugepages/guest-ram"), timeout=600)
+def check_hugetlb_file(t, res):
+    check_hugetlb(t, res, "file=/dev/hugepages/guest-ram")
+
+
+def check_hugetlb(t, res, mapping):
     t.eq(res.get("pools"), "64 170 170 170", "the pools were reserved")
+    t.check(mapping in (res.get("maps") or ""), f"numa_maps shows {mapping} ({res.get('maps')!r})")
     before = res.node_kb("before.kb")
     t.eq(sum(before.values()), 320 * 1024, "320 MB in huge pages")
     t.check(sum(1 for v in before.values() if v) >= 3, f"allocated interleaved ({before})")
