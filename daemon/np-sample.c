@@ -143,13 +143,14 @@ static double cpu_busy_fraction(const GArray *prev, const GArray *cur, unsigned 
         return f > 1.0 ? 1.0 : f;
 }
 
-/* The machine's pool of one size: 0 with *nr and *free, or a negative errno. */
+/* The machine's pool of one size: 0 with *nr and *free (not read when *nr
+ * is 0), or a negative errno. */
 static int read_machine_pool(uint64_t page_bytes, guint64 *nr, guint64 *free) {
         char path[96];
         snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/hugepages-%" PRIu64 "kB/nr_hugepages", page_bytes / 1024);
         int r = np_read_u64_kept(path, nr);
-        if (r < 0)
-                return r;
+        if (r < 0 || *nr == 0)
+                return r; /* no page of this size: nothing free either */
         snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/hugepages-%" PRIu64 "kB/free_hugepages",
                  page_bytes / 1024);
         return np_read_u64_kept(path, free);
