@@ -118,6 +118,28 @@ class Core(BusTestCase):
         self.assertEqual(st, "observed")
         self.assertEqual(self.bus.get("Scans"), 1)
 
+    def test_hugetlb_process_is_significant(self):
+        """hugeapp (4node fixture: 64 MiB resident, 2 GiB of hugetlb pages,
+        pools in use) reaches MinProcessMemory=300M by its huge pages:
+        significant, its MemoryBytes and MemoryPerNode count them, and the
+        policy never advises it off node 3, the only node whose pool holds
+        its 1 GiB page."""
+        self.start(FAST_CONF.replace("MinProcessMemory=100M", "MinProcessMemory=300M"),
+                   root=os.path.join(nptest.FIXTURES, "4node"))
+        path, iface = "/org/numaplaced1/process/6000", "org.numaplaced1.Process"
+        deadline = time.monotonic() + 20
+        while self.bus.get("Scans") < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(self.bus.get("Comm", path=path, iface=iface), "hugeapp")
+        mib = 1 << 20
+        self.assertEqual(self.bus.get("MemoryBytes", path=path, iface=iface), 2048 * mib + 64 * mib)
+        per_node = dict(self.bus.get("MemoryPerNode", path=path, iface=iface))
+        self.assertEqual(per_node, {2: 512 * mib + 32 * mib, 3: 1536 * mib + 32 * mib})
+        decision = self.bus.get("Decision", path=path, iface=iface)
+        target = self.bus.get("TargetNodes", path=path, iface=iface)
+        print("hugeapp: %s; target %s" % (decision, target))
+        self.assertTrue(not target or 3 in target, (decision, target))
+
 
 if __name__ == "__main__":
     nptest.main()
