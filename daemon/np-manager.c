@@ -558,9 +558,13 @@ static bool scan_processes(NpManager *m) {
                         p->grew = (double) np_proc_entry_memory(e) >
                                 (double) np_process_scan_memory(p) * (1.0 + NP_GROWING_SHARE);
                 }
-                /* a hugetlb look the table did not make (its resident
-                 * memory reaches the threshold) keeps what status said */
-                uint64_t huge = e->hugetlb_gen ? e->hugetlb_bytes : p->hugetlb_bytes;
+                /* hugetlb pages: the table's look; without one, what status
+                 * said while its resident memory alone reaches the threshold
+                 * and a pool is in use (np_process_refresh() reads it), else
+                 * none (no pool in use, or too little mapped to matter) */
+                uint64_t huge = e->hugetlb_gen                                            ? e->hugetlb_bytes
+                        : e->rss_bytes >= m->config->min_process_memory && m->huge.in_use ? p->hugetlb_bytes
+                                                                                          : 0;
                 np_process_set_sample(p, e->comm, cpu, e->rss_bytes, huge, e->threads);
                 p->seen = true;
 
