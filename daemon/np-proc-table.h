@@ -10,7 +10,8 @@
  * one is not re-read from scratch. For every known user process it then
  * reads only `statm` (resident memory), with pread() on a descriptor kept
  * open between scans. `stat` (CPU ticks, comm, threads) is read only for a
- * process whose resident memory is at least the caller's threshold, whose
+ * process whose resident memory (plus hugetlb pages, see
+ * np_proc_table_watch_hugetlb()) is at least the caller's threshold, whose
  * text size changed (an exec: comm may have changed), or that the caller
  * asks for (included, placed or pinned). Kernel threads are recognised once
  * and never read again.
@@ -106,8 +107,8 @@ void np_proc_table_free(NpProcTable *t);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpProcTable, np_proc_table_free)
 
 /*
- * One scan (see the top of this file). min_rss_bytes: entries at or above it
- * get their stat read; wants (may be NULL) is asked for the others. Returns
+ * One scan (see the top of this file). min_rss_bytes: entries whose
+ * np_proc_entry_memory() is at or above it get their stat read; wants (may be NULL) is asked for the others. Returns
  * the number of user processes listed (>= 0), or a negative errno when
  * <root>/proc cannot be listed (the table is then unchanged). Processes that
  * vanish while being read are dropped quietly; malformed contents of one

@@ -1077,6 +1077,27 @@ static void test_hugetlb_pools_ledger(void) {
         machine_clear(&m);
 }
 
+/* Nowhere to go (every node's CPUs taken by pinned processes): NOFIT, and
+ * the Decision says its huge pages need free huge pages of their size. */
+static void test_hugetlb_nofit(void) {
+        Machine m;
+        machine_init(&m, 4, 4, 4 * GiB);
+        for (guint n = 0; n < 4; n++) {
+                pool(&m, n, 100, n == 0 ? 0 : 100);
+                g_autofree char *on = g_strdup_printf("%u", n);
+                NpPolicyProcess *hog = process(&m, 50 + (int) n, 4.0, on, (unsigned[]){ 0, 0, 0, 0 });
+                hog->hold = NP_HOLD_PINNED;
+                hog->current = mask(&m, on);
+        }
+        huge_process(&m, 100, 1.0, "1", (unsigned[]){ 4, 0, 0, 0 }, (unsigned[]){ 100, 0, 0, 0 });
+        g_autoptr(GPtrArray) d = decide(&m);
+        g_assert_cmpint(dec(d, 4)->kind, ==, NP_DECISION_NOFIT);
+        g_assert_nonnull(strstr(dec(d, 4)->why,
+                                "204 MiB (200 MiB of it in hugetlb pages, which need free huge "
+                                "pages of their size) at TargetUtilization=85%: left where it is"));
+        machine_clear(&m);
+}
+
 /* Anonymous memory and hugetlb pages in one process: its 2 GiB of anonymous
  * memory count against memory (node 3 has not the room), its 150 huge pages
  * against the pools (node 2's is full): node 0 holds both, the pages of both
@@ -1131,5 +1152,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/hugetlb-bigger-set", test_hugetlb_bigger_set);
         g_test_add_func("/policy/hugetlb-pools-ledger", test_hugetlb_pools_ledger);
         g_test_add_func("/policy/hugetlb-mixed", test_hugetlb_mixed);
+        g_test_add_func("/policy/hugetlb-nofit", test_hugetlb_nofit);
         return g_test_run();
 }
