@@ -686,7 +686,7 @@ int np_manager_scan(NpManager *m) {
         NpHugeSample huge = { 0 };
         int ret = np_sample_nodes(m->topology, true, m->scans ? m->cpu_ticks : NULL, ticks, samples, &huge);
         sample_self_cpu(m);
-        m->huge_changed = ret == 0 && huge.free_pages != m->huge.free_pages;
+        m->huge_changed = ret == 0 && huge.used_pages > m->huge.used_pages;
         if (ret == 0)
                 m->huge = huge;
         if (ret < 0) {

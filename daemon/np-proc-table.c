@@ -388,8 +388,9 @@ void np_proc_table_watch_hugetlb(NpProcTable *t, bool in_use, bool changed) {
  * status (the kernel formats about 1.5 kB, some 15 us) for a process whose
  * mapped size reaches the threshold while its resident memory does not,
  * and only when its look is due: a process that keeps its mappings is
- * looked at once every NP_HUGETLB_RECHECK_SCANS scans, one that holds
- * hugetlb pages every scan (a guest: few per machine).
+ * looked at once every NP_HUGETLB_RECHECK_SCANS scans (and in the scans
+ * in which the pools' pages in use grow: a guest faulting its RAM in), one
+ * that holds hugetlb pages every scan (a guest: few per machine).
  */
 static void look_hugetlb(NpProcTable *t, NpProcEntry *e, uint64_t min_rss_bytes) {
         if (!t->huge_in_use || e->rss_bytes >= min_rss_bytes || e->size_bytes < min_rss_bytes) {

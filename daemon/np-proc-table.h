@@ -120,11 +120,11 @@ int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat w
  * Hugetlb pages are not resident memory (statm, stat rss): a process whose
  * memory is in huge pages would never reach the threshold. Tell the table
  * before a scan whether some hugetlb pool has pages in use (in_use) and
- * whether the pools' free counts changed since the scan before (changed):
- * while in use, the scan looks at the HugetlbPages line of status for a
- * process whose resident memory is below the threshold but whose mapped
- * size is not (only a mapping can hold huge pages), when its mapped size
- * changed since its last look, the pools changed, it held hugetlb pages
+ * whether more pages are in use than at the scan before (changed: some
+ * process got huge pages): while in use, the scan looks at the HugetlbPages
+ * line of status for a process whose resident memory is below the threshold
+ * but whose mapped size is not (only a mapping can hold huge pages), when
+ * its mapped size changed since its last look, more pages are in use, it held hugetlb pages
  * at its last look, or NP_HUGETLB_RECHECK_SCANS scans passed (a page of a
  * shared hugetlbfs file it maps is faulted in by another process); and
  * counts them with its resident memory against the threshold. While no

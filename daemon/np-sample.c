@@ -165,7 +165,7 @@ static void sample_pools(const NpTopology *t, GArray *out, NpHugeSample *huge) {
                 if (read_machine_pool(size, &nr, &free) < 0 || nr == 0)
                         continue; /* no page of this size anywhere: no pool to count */
                 h.in_use = h.in_use || nr > free;
-                h.free_pages += free;
+                h.used_pages += nr > free ? nr - free : 0;
                 for (guint i = 0; i < out->len; i++) {
                         NpNodeSample *s = &g_array_index(out, NpNodeSample, i);
                         char path[128];

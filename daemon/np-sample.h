@@ -50,8 +50,8 @@ typedef struct {
 /* What np_sample_nodes() saw of the hugetlb pools machine-wide. */
 typedef struct {
         bool in_use; /* some pool has pages in use (nr_hugepages > free_hugepages) */
-        uint64_t free_pages; /* free huge pages of every size: a change means pages were
-                              * taken or given back */
+        uint64_t used_pages; /* huge pages in use, every size: when it grows, some process
+                              * got huge pages */
 } NpHugeSample;
 
 /*
