@@ -16,6 +16,26 @@ static gint cmp_proc(gconstpointer a, gconstpointer b) {
         return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
+/* The nodes' hugetlb pools (free pages by page size), when the machine has
+ * pages of some size. */
+static void dump_pools(GString *s, NpManager *m) {
+        const NpNodeSample *first =
+                m->node_samples && m->node_samples->len ? &g_array_index(m->node_samples, NpNodeSample, 0) : NULL;
+        if (!first || !first->n_huge)
+                return;
+        g_string_append(s, "\nHugetlb pools (free pages):\n  NODE");
+        for (unsigned k = 0; k < first->n_huge; k++)
+                g_string_append_printf(s, "  %8" PRIu64 "kB", first->huge[k].page_bytes / 1024);
+        g_string_append_c(s, '\n');
+        for (guint i = 0; i < m->node_samples->len; i++) {
+                const NpNodeSample *ns = &g_array_index(m->node_samples, NpNodeSample, i);
+                g_string_append_printf(s, "  %-4u", ns->id);
+                for (unsigned k = 0; k < ns->n_huge; k++)
+                        g_string_append_printf(s, "  %10" PRIu64, ns->huge[k].free_pages);
+                g_string_append_c(s, '\n');
+        }
+}
+
 char *np_manager_dump(NpManager *m) {
         GString *s = g_string_new(NULL);
         const NpConfig *c = m->config;
@@ -53,6 +73,8 @@ char *np_manager_dump(NpManager *m) {
                 g_string_free(d, TRUE);
         }
 
+        dump_pools(s, m);
+
         g_autoptr(GPtrArray) procs = g_ptr_array_new();
         GHashTableIter it;
         gpointer v;
@@ -65,10 +87,10 @@ char *np_manager_dump(NpManager *m) {
         g_string_append_printf(s, "\nSignificant processes: %u\n", procs->len);
         if (procs->len)
                 g_string_append(
-                        s, "  PID      COMM             CPU    RSS_MIB  LOCALITY  STATE     TARGET  MIB_PER_NODE\n");
+                        s, "  PID      COMM             CPU    MEM_MIB  LOCALITY  STATE     TARGET  MIB_PER_NODE\n");
         for (guint i = 0; i < procs->len; i++) {
                 NpProcess *p = procs->pdata[i];
-                g_autofree char *rss = mib(p->rss_bytes);
+                g_autofree char *rss = mib(np_process_scan_memory(p));
                 g_autofree char *target = p->target ? np_mask_format(p->target) : g_strdup("-");
                 GString *per = g_string_new(NULL);
                 for (guint k = 0; p->maps.per_node && k < p->maps.per_node->len; k++) {

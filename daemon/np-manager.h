@@ -101,6 +101,8 @@ typedef struct NpManager {
                                * placements were last checked against them (np-hotplug.h) */
         GArray *node_samples; /* NpNodeSample, one per topology node */
         GArray *cpu_ticks; /* NpCpuTicks from the last scan */
+        NpHugeSample huge; /* the hugetlb pools at the last node sample */
+        bool huge_changed; /* ... with more pages in use than at the sample before */
         GHashTable *processes; /* pid -> NpProcess* */
         NpProcTable *proc_table; /* the cheap per-PID tier, kept descriptors */
         GHashTable *included; /* pid -> starttime (Include()) */

@@ -29,6 +29,8 @@ static void build_nodes(NpManager *m, GArray *out) {
                         .mem_free_now = s ? s->mem_free_strict_bytes : 0,
                         .distances = n->distances,
                 };
+                for (unsigned k = 0; s && k < s->n_huge; k++)
+                        pn.huge[pn.n_huge++] = s->huge[k];
                 g_array_append_val(out, pn);
         }
 }
@@ -105,6 +107,7 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out) {
                         .balanced = p->maps.balanced_bytes,
                         .locality_before = p->locality_prev,
                         .per_node = p->maps_error == 0 && p->maps.per_node ? p->maps.per_node : NULL,
+                        .huge_per_node = p->maps_error == 0 ? p->maps.huge_per_node : NULL,
                         .running = p->running_nodes,
                         .cpu_per_node = p->cpu_per_node,
                         .current = hold == NP_HOLD_MOVING && p->moving_to ? p->moving_to

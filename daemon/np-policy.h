@@ -40,6 +40,13 @@
  *      whose demand needs every node is left spread (do no harm); when
  *      nothing fits it is left where it is (NOFIT).
  *
+ * Hugetlb pages come from the nodes' pools, not from their free memory: a
+ * process's hugetlb bytes (huge_per_node) are counted against the free huge
+ * pages of their size on the nodes of a set (its own pages already there
+ * are its own), never against memory, and a set whose pools cannot take
+ * them all does not hold it (grown to a bigger set that does, else NOFIT):
+ * half a guest is never moved. Its other memory counts as above.
+ *
  * So two big processes are never put on the same node when another fits,
  * and the daemon's own earlier decisions hold until the load really changes.
  */
@@ -48,6 +55,7 @@
 #include <stdint.h>
 
 #include "np-nodemask.h"
+#include "np-sample.h"
 
 typedef struct {
         unsigned id;
@@ -57,6 +65,9 @@ typedef struct {
         uint64_t mem_free; /* bytes free (page cache that can be dropped counts as free) */
         uint64_t mem_free_now; /* bytes free right now (MemFree): what a move can fill; 0 = mem_free */
         const GArray *distances; /* NpDistance (np-topology.h) to every node, may be NULL */
+        NpHugePool huge[NP_HUGE_SIZES_MAX]; /* its free hugetlb pages by page size; a size not
+                                             * listed has none free */
+        unsigned n_huge;
 } NpPolicyNode;
 
 typedef enum {
@@ -83,6 +94,8 @@ typedef struct {
         uint64_t balanced; /* bytes the kernel's NUMA balancing can move (default policy, not hugetlb) */
         double locality_before; /* its locality at the numa_maps read before the last, < 0 = none */
         const GArray *per_node; /* NpNodeBytes where its pages are; NULL = unknown */
+        const GArray *huge_per_node; /* NpHugeBytes: the part of per_node in hugetlb pages, by
+                                      * page size; NULL = none */
         const NpMask *running; /* nodes its busy threads last ran on (may be NULL) */
         const GArray *cpu_per_node; /* NpNodeCpu: where its CPU use is; NULL = spread over running */
         const NpMask *current; /* nodes it is confined to (placed, pinned, moving), else NULL */

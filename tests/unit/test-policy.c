@@ -22,6 +22,7 @@ typedef struct {
         guint n;
         NpPolicyProcess procs[16];
         GArray *per_node[16];
+        GArray *huge[16]; /* NpHugeBytes of procs[i], or NULL */
         NpMask *masks[64];
         guint n_masks;
         guint n_procs;
@@ -57,6 +58,9 @@ static void machine_clear(Machine *m) {
         for (guint i = 0; i < m->n_procs; i++)
                 if (m->per_node[i])
                         g_array_unref(m->per_node[i]);
+        for (guint i = 0; i < m->n_procs; i++)
+                if (m->huge[i])
+                        g_array_unref(m->huge[i]);
         for (guint i = 0; i < m->n_masks; i++)
                 np_mask_free(m->masks[i]);
 }
@@ -1192,6 +1196,160 @@ static void test_kernel_balancing(void) {
         machine_clear(&m);
 }
 
+/* ---- hugetlb pages: the nodes' pools ---------------------------------------- */
+
+#define HUGE_2M (2 * MiB)
+
+/* Node n gets a pool of `total` 2 MiB pages, `free` of them free (the
+ * pool is never free memory). */
+static void pool(Machine *m, guint n, unsigned total, unsigned free) {
+        NpPolicyNode *nd = &m->nodes[n];
+        nd->huge[0] = (NpHugePool){ .page_bytes = HUGE_2M, .free_pages = free };
+        nd->n_huge = 1;
+        nd->mem_free -= (uint64_t) total * HUGE_2M;
+}
+
+/* A process as process(), whose pages also include pages[n] 2 MiB hugetlb
+ * pages on node n (taken from the pools already: pool()'s `free` is
+ * after them). */
+static NpPolicyProcess *huge_process(Machine *m, int pid, double cpu, const char *running, const unsigned *mb,
+                                     const unsigned *pages) {
+        NpPolicyProcess *p = process(m, pid, cpu, running, mb);
+        guint i = m->n_procs - 1;
+        m->huge[i] = g_array_new(FALSE, FALSE, sizeof(NpHugeBytes));
+        for (guint n = 0; n < m->n; n++) {
+                if (!pages[n])
+                        continue;
+                NpHugeBytes h = { .node = n, .page_bytes = HUGE_2M, .bytes = (uint64_t) pages[n] * HUGE_2M };
+                g_array_append_val(m->huge[i], h);
+                guint k = 0;
+                while (k < m->per_node[i]->len && g_array_index(m->per_node[i], NpNodeBytes, k).node < n)
+                        k++;
+                if (k < m->per_node[i]->len && g_array_index(m->per_node[i], NpNodeBytes, k).node == n)
+                        g_array_index(m->per_node[i], NpNodeBytes, k).bytes += h.bytes;
+                else {
+                        NpNodeBytes nb = { n, h.bytes };
+                        g_array_insert_val(m->per_node[i], k, nb);
+                }
+                p->mem += h.bytes;
+        }
+        p->huge_per_node = m->huge[i];
+        return p;
+}
+
+/* The VM scenario: 300 MiB in 2 MiB pages interleaved over four nodes, its
+ * thread on node 0, whose pool (64 pages) cannot hold its 150 pages: it
+ * goes to a node whose pool can, never to node 0; with node 0's pool as big
+ * as the others, node 0 (where it runs) is the place. Hugetlb pages are
+ * not memory: 4 GiB nodes hold them in memory terms either way. */
+static void test_hugetlb_pool_too_small(void) {
+        static const unsigned pages[4] = { 38, 38, 37, 37 };
+        for (int big0 = 0; big0 < 2; big0++) {
+                Machine m;
+                machine_init(&m, 4, 4, 4 * GiB);
+                pool(&m, 0, big0 ? 200 : 64, (big0 ? 200 : 64) - 38);
+                for (guint n = 1; n < 4; n++)
+                        pool(&m, n, 200, 200 - pages[n]);
+                huge_process(&m, 100, 1.0, "0", (unsigned[]){ 4, 0, 0, 0 }, pages);
+                g_autoptr(GPtrArray) d = decide(&m);
+                if (big0) {
+                        assert_move(d, 0, "0");
+                } else {
+                        assert_move(d, 0, "1");
+                        g_assert_nonnull(strstr(dec(d, 0)->why, "228 MiB to move"));
+                }
+                machine_clear(&m);
+        }
+}
+
+/* No node's pool holds all 150 pages, two together do: a set of two
+ * neighbours, and its Decision says why one is not enough; pools with free
+ * pages on one node only, none beside its own on the others: left spread
+ * over every node rather than half moved. */
+static void test_hugetlb_bigger_set(void) {
+        static const unsigned pages[4] = { 38, 38, 37, 37 };
+        Machine m;
+        machine_init(&m, 4, 4, 4 * GiB);
+        for (guint n = 0; n < 4; n++)
+                pool(&m, n, 100, 100 - pages[n]);
+        huge_process(&m, 100, 1.0, "2", (unsigned[]){ 0, 0, 4, 0 }, pages);
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_move_why(d, 0, "2-3",
+                        "2 alone is too small (huge pages: its 300 MiB in 2048 kB pages, 200 MiB of them free there)");
+        machine_clear(&m);
+
+        machine_init(&m, 4, 4, 4 * GiB);
+        for (guint n = 0; n < 4; n++)
+                pool(&m, n, pages[n], 0);
+        huge_process(&m, 100, 1.0, "2", (unsigned[]){ 0, 0, 4, 0 }, pages);
+        g_autoptr(GPtrArray) d2 = decide(&m);
+        assert_keep(d2, 0, "need every node: left spread");
+        machine_clear(&m);
+}
+
+/* The pools are a ledger: two processes of 100 pages each that must leave
+ * node 0 (a pinned process uses its CPUs) where nodes 1 and 2 have 120 free
+ * pages each and node 3 10: one goes to 1, the other to 2 (node 1's pool
+ * cannot take both, though its CPUs and memory could), none to 3. */
+static void test_hugetlb_pools_ledger(void) {
+        Machine m;
+        machine_init(&m, 4, 4, 4 * GiB);
+        pool(&m, 0, 200, 0);
+        pool(&m, 1, 120, 120);
+        pool(&m, 2, 120, 120);
+        pool(&m, 3, 10, 10);
+        NpPolicyProcess *hog = process(&m, 50, 4.0, "0", (unsigned[]){ 100, 0, 0, 0 });
+        hog->hold = NP_HOLD_PINNED;
+        hog->current = mask(&m, "0");
+        huge_process(&m, 100, 1.0, "0", (unsigned[]){ 8, 0, 0, 0 }, (unsigned[]){ 100, 0, 0, 0 });
+        huge_process(&m, 101, 1.0, "0", (unsigned[]){ 4, 0, 0, 0 }, (unsigned[]){ 100, 0, 0, 0 });
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_keep(d, 0, "pinned");
+        assert_move(d, 1, "1");
+        assert_move(d, 2, "2");
+        machine_clear(&m);
+}
+
+/* Nowhere to go (every node's CPUs taken by pinned processes): NOFIT, and
+ * the Decision says its huge pages need free huge pages of their size. */
+static void test_hugetlb_nofit(void) {
+        Machine m;
+        machine_init(&m, 4, 4, 4 * GiB);
+        for (guint n = 0; n < 4; n++) {
+                pool(&m, n, 100, n == 0 ? 0 : 100);
+                g_autofree char *on = g_strdup_printf("%u", n);
+                NpPolicyProcess *hog = process(&m, 50 + (int) n, 4.0, on, (unsigned[]){ 0, 0, 0, 0 });
+                hog->hold = NP_HOLD_PINNED;
+                hog->current = mask(&m, on);
+        }
+        huge_process(&m, 100, 1.0, "1", (unsigned[]){ 4, 0, 0, 0 }, (unsigned[]){ 100, 0, 0, 0 });
+        g_autoptr(GPtrArray) d = decide(&m);
+        g_assert_cmpint(dec(d, 4)->kind, ==, NP_DECISION_NOFIT);
+        g_assert_nonnull(strstr(dec(d, 4)->why,
+                                "204 MiB (200 MiB of it in hugetlb pages, which need free huge "
+                                "pages of their size) at TargetUtilization=85%: left where it is"));
+        machine_clear(&m);
+}
+
+/* Anonymous memory and hugetlb pages in one process: its 2 GiB of anonymous
+ * memory count against memory (node 3 has not the room), its 150 huge pages
+ * against the pools (node 2's is full): node 0 holds both, the pages of both
+ * kinds move. */
+static void test_hugetlb_mixed(void) {
+        static const unsigned pages[4] = { 38, 38, 37, 37 };
+        Machine m;
+        machine_init(&m, 4, 4, 4 * GiB);
+        for (guint n = 0; n < 4; n++)
+                pool(&m, n, n == 2 ? pages[n] : 200, n == 2 ? 0 : 200 - pages[n]);
+        m.nodes[3].mem_free -= 2 * GiB; /* others' memory */
+        huge_process(&m, 100, 1.0, "2", (unsigned[]){ 0, 0, 2048, 0 }, pages);
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_move(d, 0, "0");
+        /* 2 GiB of anonymous memory and 112 of its 150 pages */
+        g_assert_nonnull(strstr(dec(d, 0)->why, "2272 MiB to move"));
+        machine_clear(&m);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/policy/one-node-where-memory-is", test_one_node_where_memory_is);
@@ -1230,5 +1388,10 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/unit-as-one", test_unit_as_one);
         g_test_add_func("/policy/unit-summed-demand", test_unit_summed_demand);
         g_test_add_func("/policy/unit-holds", test_unit_holds);
+        g_test_add_func("/policy/hugetlb-pool-too-small", test_hugetlb_pool_too_small);
+        g_test_add_func("/policy/hugetlb-bigger-set", test_hugetlb_bigger_set);
+        g_test_add_func("/policy/hugetlb-pools-ledger", test_hugetlb_pools_ledger);
+        g_test_add_func("/policy/hugetlb-mixed", test_hugetlb_mixed);
+        g_test_add_func("/policy/hugetlb-nofit", test_hugetlb_nofit);
         return g_test_run();
 }
