@@ -24,8 +24,10 @@ apt-get install -y -q --no-install-recommends \
         numactl numad qemu-system-x86 busybox-static valgrind \
         polkitd libxml2-utils dbus-bin mmdebstrap e2fsprogs
 # the real Prometheus tools for the metrics file (test_observe): node_exporter
-# and promtool; their services must not start here (policy-rc.d says so for
-# the installation only)
+# and promtool; and the real libvirt that runs numad -w (test_libvirt:
+# libvirtd, its QEMU driver and virsh, without libvirt-daemon-system, whose
+# services and users the test does not need). No service may start here
+# (policy-rc.d says so for the installation only)
 made_policy=no
 if [ ! -e /usr/sbin/policy-rc.d ]; then
         printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
@@ -33,7 +35,8 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
         made_policy=yes
 fi
 pr=0
-apt-get install -y -q --no-install-recommends prometheus prometheus-node-exporter || pr=$?
+apt-get install -y -q --no-install-recommends prometheus prometheus-node-exporter \
+        libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients || pr=$?
 if [ "$made_policy" = yes ]; then rm -f /usr/sbin/policy-rc.d; fi
 [ "$pr" = 0 ] || exit "$pr"
 

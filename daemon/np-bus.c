@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "np-advice.h"
 #include "np-authz.h"
 #include "np-build-config.h"
 #include "np-cleanup.h"
@@ -153,6 +154,23 @@ GETTER(get_config_files) {
 GETTER(get_config_error) {
         return sd_bus_message_append(reply, "s", MGR(userdata)->config_error);
 }
+/* a(auttt): nodes, milli-CPUs, bytes, expiry (CLOCK_MONOTONIC µs), in the order made */
+GETTER(get_reservations) {
+        const NpReservations *rs = MGR(userdata)->reservations;
+        int r = sd_bus_message_open_container(reply, 'a', "(auttt)");
+        for (guint i = 0; r >= 0 && i < np_reservations_count(rs); i++) {
+                const NpReservation *res = np_reservations_get(rs, i);
+                r = sd_bus_message_open_container(reply, 'r', "auttt");
+                if (r >= 0)
+                        r = append_mask(reply, res->nodes);
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "ttt", (uint64_t) (res->cpus * 1000.0 + 0.5), res->bytes,
+                                                  res->expires_usec);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+        }
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
 U64_GETTER(get_scan_interval, scan_interval_usec)
 U64_GETTER(get_scans, scans)
 U64_GETTER(get_last_scan, last_scan_usec)
@@ -221,7 +239,8 @@ static int method_plan(sd_bus_message *msg, void *userdata, sd_bus_error *ret) {
         return r;
 }
 
-/* Advise(d cpus, t bytes) -> au nodes: open to everyone, like Dump(). */
+/* Advise(d cpus, t bytes) -> au nodes: open to everyone, like Dump();
+ * the answer is held as a reservation (np-advice.h). */
 static int method_advise(sd_bus_message *msg, void *userdata, sd_bus_error *ret) {
         double cpus;
         uint64_t bytes;
@@ -229,8 +248,14 @@ static int method_advise(sd_bus_message *msg, void *userdata, sd_bus_error *ret)
         if (r < 0)
                 return sd_bus_error_setf(ret, SD_BUS_ERROR_INVALID_ARGS, "Expected CPUs and bytes (d, t): %s",
                                          strerror(-r));
+        /* who asks: root's answers are held in full, the others' within
+         * the unprivileged bounds (np-reserve.h) */
+        g_autoptr(sd_bus_creds) creds = NULL;
+        uid_t euid = (uid_t) -1;
+        if (sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &creds) < 0 || sd_bus_creds_get_euid(creds, &euid) < 0)
+                euid = (uid_t) -1; /* unknown: unprivileged */
         g_autoptr(GError) e = NULL;
-        g_autoptr(NpMask) nodes = np_placer_advise(MGR(userdata), cpus, bytes, NULL, &e);
+        g_autoptr(NpMask) nodes = np_advice_give(MGR(userdata), cpus, bytes, (uint32_t) euid, &e);
         if (!nodes)
                 return np_bus_error_from_gerror(ret, e);
         g_autoptr(sd_bus_message) reply = NULL;
@@ -333,6 +358,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("KernelNumaBalancing", "u", get_numa_balancing, 0, EMITS),
         SD_BUS_PROPERTY("ConfigFiles", "as", get_config_files, 0, EMITS),
         SD_BUS_PROPERTY("ConfigError", "s", get_config_error, 0, EMITS),
+        SD_BUS_PROPERTY("Reservations", "a(auttt)", get_reservations, 0, EMITS),
         SD_BUS_METHOD("Reload", "", "", method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Pause", "", "", method_pause, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Resume", "", "", method_resume, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -546,6 +572,7 @@ static const PropName manager_props[] = {
         { NP_MANAGER_NUMA_BALANCING, "KernelNumaBalancing" },
         { NP_MANAGER_CONFIG, "ConfigFiles" },
         { NP_MANAGER_CONFIG_ERROR, "ConfigError" },
+        { NP_MANAGER_RESERVATIONS, "Reservations" },
 };
 
 static const PropName node_props[] = {

@@ -73,6 +73,7 @@ static const NpConfigKey config_keys[] = {
         { "Placement", "LocalityRefreshScans", NP_KEY_COUNT, OFF(locality_refresh_scans), "12", 1, 10000, NULL },
         { "Placement", "ReservedCPUs", NP_KEY_CPU_LIST, OFF(reserved_cpus), "", 0, 0, NULL },
         { "Placement", "KeepInterleaved", NP_KEY_BOOL, OFF(keep_interleaved), "no", 0, 0, NULL },
+        { "Placement", "AdviceHoldSec", NP_KEY_SECONDS, OFF(advice_hold_usec), "60", 0, 3600, NULL },
         { "Placement", "Include", NP_KEY_NAME_LIST, OFF(include), "", 0, 0, NULL },
         { "Placement", "Exclude", NP_KEY_NAME_LIST, OFF(exclude), "", 0, 0, NULL },
 

@@ -58,6 +58,7 @@ typedef struct {
         unsigned locality_refresh_scans; /* LocalityRefreshScans= (12), 1..10000: numa_maps at least this often */
         NpMask *reserved_cpus; /* ReservedCPUs= CPU list (empty) */
         bool keep_interleaved; /* KeepInterleaved= (no) */
+        uint64_t advice_hold_usec; /* AdviceHoldSec= (60 s), 0..3600, 0 = answers hold nothing */
         char **include; /* Include= comm glob patterns or PIDs (empty) */
         char **exclude; /* Exclude= comm glob patterns or PIDs (empty) */
 

@@ -8,6 +8,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "np-advice.h"
 #include "np-build-config.h"
 #include "np-bus.h"
 #include "np-cleanup.h"
@@ -112,8 +113,10 @@ static int on_scan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         (void) np_hotplug_recheck(d->m);
         if (r < 0)
                 log_warning("Scan %" G_GUINT64_FORMAT " could not sample the nodes: %s", d->m->scans, g_strerror(-r));
-        else
+        else {
+                np_advice_settle(d->m);
                 np_placer_run(d->m);
+        }
         metrics_update(d);
         notify_status(d);
         schedule_scan(d);

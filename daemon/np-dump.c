@@ -16,6 +16,26 @@ static gint cmp_proc(gconstpointer a, gconstpointer b) {
         return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
+/* The nodes' hugetlb pools (free pages by page size), when the machine has
+ * pages of some size. */
+static void dump_pools(GString *s, NpManager *m) {
+        const NpNodeSample *first =
+                m->node_samples && m->node_samples->len ? &g_array_index(m->node_samples, NpNodeSample, 0) : NULL;
+        if (!first || !first->n_huge)
+                return;
+        g_string_append(s, "\nHugetlb pools (free pages):\n  NODE");
+        for (unsigned k = 0; k < first->n_huge; k++)
+                g_string_append_printf(s, "  %8" PRIu64 "kB", first->huge[k].page_bytes / 1024);
+        g_string_append_c(s, '\n');
+        for (guint i = 0; i < m->node_samples->len; i++) {
+                const NpNodeSample *ns = &g_array_index(m->node_samples, NpNodeSample, i);
+                g_string_append_printf(s, "  %-4u", ns->id);
+                for (unsigned k = 0; k < ns->n_huge; k++)
+                        g_string_append_printf(s, "  %10" PRIu64, ns->huge[k].free_pages);
+                g_string_append_c(s, '\n');
+        }
+}
+
 char *np_manager_dump(NpManager *m) {
         GString *s = g_string_new(NULL);
         const NpConfig *c = m->config;
@@ -53,6 +73,8 @@ char *np_manager_dump(NpManager *m) {
                 g_string_free(d, TRUE);
         }
 
+        dump_pools(s, m);
+
         g_autoptr(GPtrArray) procs = g_ptr_array_new();
         GHashTableIter it;
         gpointer v;
@@ -65,10 +87,10 @@ char *np_manager_dump(NpManager *m) {
         g_string_append_printf(s, "\nSignificant processes: %u\n", procs->len);
         if (procs->len)
                 g_string_append(
-                        s, "  PID      COMM             CPU    RSS_MIB  LOCALITY  STATE     TARGET  MIB_PER_NODE\n");
+                        s, "  PID      COMM             CPU    MEM_MIB  LOCALITY  STATE     TARGET  MIB_PER_NODE\n");
         for (guint i = 0; i < procs->len; i++) {
                 NpProcess *p = procs->pdata[i];
-                g_autofree char *rss = mib(p->rss_bytes);
+                g_autofree char *rss = mib(np_process_scan_memory(p));
                 g_autofree char *target = p->target ? np_mask_format(p->target) : g_strdup("-");
                 GString *per = g_string_new(NULL);
                 for (guint k = 0; p->maps.per_node && k < p->maps.per_node->len; k++) {
@@ -80,6 +102,21 @@ char *np_manager_dump(NpManager *m) {
                                        p->cpu_usage, rss, p->locality * 100.0, np_proc_state_to_string(p->state),
                                        target, per->str);
                 g_string_free(per, TRUE);
+        }
+        const NpReservations *rs = m->reservations;
+        uint64_t now = np_now_usec(CLOCK_MONOTONIC);
+        g_string_append_printf(s, "\nReservations: %u (AdviceHoldSec=%.0f)\n", np_reservations_count(rs),
+                               (double) c->advice_hold_usec / 1e6);
+        if (np_reservations_count(rs))
+                g_string_append(s, "  ID    NODES      CPUS     MIB  EXPIRES_IN  UID         TAKEN_UP_BY\n");
+        for (guint i = 0; i < np_reservations_count(rs); i++) {
+                const NpReservation *res = np_reservations_get(rs, i);
+                g_autofree char *nodes = np_mask_format(res->nodes);
+                g_autofree char *mb = mib(res->bytes);
+                g_autofree char *by = res->pid ? g_strdup_printf("%d", res->pid) : g_strdup("-");
+                double left = res->expires_usec > now ? (double) (res->expires_usec - now) / 1e6 : 0.0;
+                g_string_append_printf(s, "  %-4" PRIu64 "  %-9s  %5.2f  %6s  %8.1f s  %-10u  %s\n", res->id, nodes,
+                                       res->cpus, mb, left, res->uid, by);
         }
         if (m->mover) {
                 const NpMove *mv = np_mover_current(m->mover);

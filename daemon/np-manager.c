@@ -79,6 +79,7 @@ NpManager *np_manager_new(const char *config_file, NpConfig *config, GError **er
         m->changes.nodes = g_hash_table_new(g_direct_hash, g_direct_equal);
         g_queue_init(&m->changes.placed);
         m->cpus_changed = np_mask_new();
+        m->reservations = np_reservations_new();
 
         if (np_topology_load(&m->topology, error) < 0)
                 return NULL;
@@ -90,6 +91,8 @@ void np_manager_free(NpManager *m) {
                 return;
         np_mover_free(m->mover);
         np_backend_free(m->backend);
+        sd_event_source_disable_unref(m->reservation_timer);
+        np_reservations_free(m->reservations);
         g_hash_table_destroy(m->processes);
         np_proc_table_free(m->proc_table);
         g_hash_table_destroy(m->included);
@@ -309,9 +312,10 @@ static bool is_significant(NpManager *m, NpProcess *p) {
         if (np_manager_is_included(m, p))
                 return true;
         if (p->significant)
-                return (double) p->rss_bytes >= NP_SIGNIFICANT_KEEP_MEMORY * (double) c->min_process_memory &&
+                return (double) np_process_scan_memory(p) >=
+                        NP_SIGNIFICANT_KEEP_MEMORY * (double) c->min_process_memory &&
                         p->cpu_usage >= NP_SIGNIFICANT_KEEP_CPU * c->min_process_cpu;
-        return p->rss_bytes >= c->min_process_memory && p->cpu_usage >= c->min_process_cpu;
+        return np_process_scan_memory(p) >= c->min_process_memory && p->cpu_usage >= c->min_process_cpu;
 }
 
 static bool is_kernel_thread(int pid, const NpPidStat *st) {
@@ -386,7 +390,8 @@ NpProcess *np_manager_lookup_live(NpManager *m, int pid, GError **error) {
         p = np_process_new(pid, st.starttime);
         p->cpu_ticks = st.utime + st.stime;
         p->sampled_usec = np_now_usec(CLOCK_MONOTONIC);
-        np_process_set_sample(p, st.comm, 0.0, rss_bytes_of(&st), st.num_threads > 0 ? (unsigned) st.num_threads : 0);
+        np_process_set_sample(p, st.comm, 0.0, rss_bytes_of(&st), 0,
+                              st.num_threads > 0 ? (unsigned) st.num_threads : 0);
         g_hash_table_insert(m->processes, GINT_TO_POINTER(pid), p);
         if (np_manager_update_process(m, p) < 0) {
                 g_hash_table_remove(m->processes, GINT_TO_POINTER(pid));
@@ -459,7 +464,7 @@ static bool wants_stat(void *userdata, const NpProcEntry *e) {
  * machine of thousands of small processes; one that grows gets its record
  * in the scan that sees it above the threshold. */
 static bool needs_record(NpManager *m, const NpProcEntry *e, bool cgroup_rules) {
-        if (cgroup_rules || e->rss_bytes >= m->config->min_process_memory)
+        if (cgroup_rules || np_proc_entry_memory(e) >= m->config->min_process_memory)
                 return true;
         if (g_hash_table_size(m->included) > 0 && g_hash_table_contains(m->included, GINT_TO_POINTER(e->pid)))
                 return true;
@@ -471,7 +476,7 @@ static bool needs_record(NpManager *m, const NpProcEntry *e, bool cgroup_rules) 
  * policy's to decide, and its CPU use not measured while its memory held
  * still (np_process_cpu_settled()), with follow-ups left? */
 static bool wants_followup(const NpManager *m, const NpProcess *p) {
-        return p->rss_bytes >= m->config->min_process_memory && !np_process_held(p) && !p->moving_to &&
+        return np_process_scan_memory(p) >= m->config->min_process_memory && !np_process_held(p) && !p->moving_to &&
                 p->state != NP_PROC_EXCLUDED && p->state != NP_PROC_FOREIGN && !np_process_cpu_settled(p) &&
                 p->followups < NP_FOLLOWUP_MAX;
 }
@@ -501,6 +506,7 @@ static bool scan_processes(NpManager *m) {
         double uptime = -1.0; /* read when a new process needs it */
 
         /* every PID, the cheap way (np-proc-table.h); details for the significant */
+        np_proc_table_watch_hugetlb(m->proc_table, m->huge.in_use, m->huge_changed);
         int r = np_proc_table_scan(m->proc_table, m->config->min_process_memory, wants_stat, m);
         if (r < 0)
                 log_warning("Cannot list processes: %s", g_strerror(-r));
@@ -554,9 +560,17 @@ static bool scan_processes(NpManager *m) {
                         if (p->cpu_measured)
                                 p->cpu_prev = before;
                         p->cpu_measured = MIN(p->cpu_measured + 1, 2u);
-                        p->grew = (double) e->rss_bytes > (double) p->rss_bytes * (1.0 + NP_GROWING_SHARE);
+                        p->grew = (double) np_proc_entry_memory(e) >
+                                (double) np_process_scan_memory(p) * (1.0 + NP_GROWING_SHARE);
                 }
-                np_process_set_sample(p, e->comm, cpu, e->rss_bytes, e->threads);
+                /* hugetlb pages: the table's look; without one, what status
+                 * said while its resident memory alone reaches the threshold
+                 * and a pool is in use (np_process_refresh() reads it), else
+                 * none (no pool in use, or too little mapped to matter) */
+                uint64_t huge = e->hugetlb_gen                                            ? e->hugetlb_bytes
+                        : e->rss_bytes >= m->config->min_process_memory && m->huge.in_use ? p->hugetlb_bytes
+                                                                                          : 0;
+                np_process_set_sample(p, e->comm, cpu, e->rss_bytes, huge, e->threads);
                 p->seen = true;
 
                 bool was = p->significant;
@@ -672,7 +686,7 @@ bool np_manager_peek(NpManager *m) {
         g_autoptr(GArray) ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
         g_autoptr(GArray) samples = g_array_new(FALSE, TRUE, sizeof(NpNodeSample));
         bool peeked = m->peek_at != 0;
-        int r = np_sample_nodes(m->topology, true, peeked ? m->peek_ticks : m->cpu_ticks, ticks, samples);
+        int r = np_sample_nodes(m->topology, true, peeked ? m->peek_ticks : m->cpu_ticks, ticks, samples, NULL);
         if (r < 0)
                 return true;
         uint64_t cpu = np_self_cpu_usec(), now = np_now_usec(CLOCK_MONOTONIC);
@@ -702,8 +716,12 @@ int np_manager_scan(NpManager *m) {
 
         g_autoptr(GArray) ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
         g_autoptr(GArray) samples = g_array_new(FALSE, TRUE, sizeof(NpNodeSample));
-        int ret = np_sample_nodes(m->topology, true, m->scans ? m->cpu_ticks : NULL, ticks, samples);
+        NpHugeSample huge = { 0 };
+        int ret = np_sample_nodes(m->topology, true, m->scans ? m->cpu_ticks : NULL, ticks, samples, &huge);
         sample_self_cpu(m);
+        m->huge_changed = ret == 0 && huge.used_pages > m->huge.used_pages;
+        if (ret == 0)
+                m->huge = huge;
         if (ret < 0) {
                 log_warning("Sampling the NUMA nodes failed: %s", g_strerror(-ret));
         } else {

@@ -23,6 +23,7 @@
 #include "np-nodemask.h"
 #include "np-proc-table.h"
 #include "np-process.h"
+#include "np-reserve.h"
 #include "np-sample.h"
 #include "np-topology.h"
 
@@ -41,6 +42,7 @@ typedef enum {
         NP_MANAGER_NUMA_BALANCING = 1u << 9,
         NP_MANAGER_CONFIG = 1u << 10, /* ConfigFiles */
         NP_MANAGER_CONFIG_ERROR = 1u << 11,
+        NP_MANAGER_RESERVATIONS = 1u << 12,
 } NpManagerProp;
 
 /* Published properties of org.numaplaced1.Node that change. */
@@ -99,6 +101,8 @@ typedef struct NpManager {
                                * placements were last checked against them (np-hotplug.h) */
         GArray *node_samples; /* NpNodeSample, one per topology node */
         GArray *cpu_ticks; /* NpCpuTicks from the last scan */
+        NpHugeSample huge; /* the hugetlb pools at the last node sample */
+        bool huge_changed; /* ... with more pages in use than at the sample before */
         GHashTable *processes; /* pid -> NpProcess* */
         NpProcTable *proc_table; /* the cheap per-PID tier, kept descriptors */
         GHashTable *included; /* pid -> starttime (Include()) */
@@ -107,6 +111,10 @@ typedef struct NpManager {
         NpBackend *backend; /* NULL when none could be set up */
         char *backend_name;
         NpMover *mover; /* NULL until np_place_setup() */
+        NpReservations *reservations; /* the room answers of Advise() hold (np-advice.h) */
+        sd_event_source *reservation_timer; /* fires at the next reservation's expiry, or NULL */
+        uint64_t advice_notice_usec; /* CLOCK_MONOTONIC of the last notice about an unprivileged Advise() */
+        unsigned advice_notices_dropped; /* notices left out since (np-advice.c) */
 
         bool paused;
         bool status_sent; /* it sent a STATUS= of its own (reload): the next scan's is sent again */

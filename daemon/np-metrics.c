@@ -51,8 +51,9 @@ void np_metrics_add_process(NpMetrics *s, int pid, const char *comm, const char 
 
 static gint by_memory_desc(gconstpointer a, gconstpointer b) {
         const NpProcess *x = *(NpProcess *const *) a, *y = *(NpProcess *const *) b;
-        if (x->rss_bytes != y->rss_bytes)
-                return x->rss_bytes > y->rss_bytes ? -1 : 1;
+        uint64_t mx = np_process_scan_memory(x), my = np_process_scan_memory(y);
+        if (mx != my)
+                return mx > my ? -1 : 1;
         return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
@@ -102,7 +103,7 @@ NpMetrics *np_metrics_collect(NpManager *m, unsigned max_processes) {
                         continue;
                 }
                 g_autofree char *nodes = p->target ? np_mask_format(p->target) : g_strdup("");
-                np_metrics_add_process(s, p->pid, p->comm, nodes, p->rss_bytes, p->locality);
+                np_metrics_add_process(s, p->pid, p->comm, nodes, np_process_scan_memory(p), p->locality);
         }
         g_array_sort(s->processes, by_pid);
 
@@ -112,6 +113,8 @@ NpMetrics *np_metrics_collect(NpManager *m, unsigned max_processes) {
         for (int r = 0; r < _NP_PLACE_REASON_MAX; r++)
                 s->placements[r] = m->placements[r];
         s->config_reload_errors = m->config_errors;
+        s->reservations = np_reservations_count(m->reservations);
+        s->reserved_bytes = np_reservations_bytes(m->reservations);
         return s;
 }
 
@@ -238,7 +241,8 @@ char *np_metrics_format(const NpMetrics *s) {
                 g_ptr_array_add(labels, g_strdup_printf("{pid=\"%d\",comm=\"%s\",nodes=\"%s\"}", p->pid, comm, nodes));
         }
         family(o, "numaplaced_process_memory_bytes", "gauge",
-               "Resident memory of a significant or managed process (nodes: where it is placed).");
+               "Resident memory plus hugetlb pages of a significant or managed process (nodes: where it is "
+               "placed).");
         for (guint i = 0; i < s->processes->len; i++)
                 sample_u64(o, "numaplaced_process_memory_bytes", labels->pdata[i],
                            g_array_index(s->processes, NpMetricsProcess, i).memory_bytes);
@@ -247,6 +251,12 @@ char *np_metrics_format(const NpMetrics *s) {
         for (guint i = 0; i < s->processes->len; i++)
                 sample_double(o, "numaplaced_process_locality_ratio", labels->pdata[i],
                               g_array_index(s->processes, NpMetricsProcess, i).locality);
+
+        family(o, "numaplaced_reservations", "gauge",
+               "Reservations the answers of Advise() (numad -w) hold now (AdviceHoldSec=).");
+        sample_u64(o, "numaplaced_reservations", NULL, s->reservations);
+        family(o, "numaplaced_reserved_bytes", "gauge", "Memory the reservations hold now.");
+        sample_u64(o, "numaplaced_reserved_bytes", NULL, s->reserved_bytes);
 
         family(o, "numaplaced_config_reload_errors_total", "counter",
                "Configuration reloads rejected (the previous configuration stayed).");

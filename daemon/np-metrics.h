@@ -50,6 +50,8 @@ typedef struct {
         uint64_t migration_failed_pages;
         uint64_t placements[_NP_PLACE_REASON_MAX];
         uint64_t config_reload_errors;
+        uint64_t reservations; /* held by answers of Advise() now */
+        uint64_t reserved_bytes; /* the memory they hold */
 } NpMetrics;
 
 NpMetrics *np_metrics_new(void);

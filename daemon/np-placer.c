@@ -9,6 +9,7 @@
 #include "np-log.h"
 #include "np-place.h"
 #include "np-policy.h"
+#include "np-reserve.h"
 
 /* ---- the snapshot ------------------------------------------------------- */
 
@@ -28,6 +29,8 @@ static void build_nodes(NpManager *m, GArray *out) {
                         .mem_free_now = s ? s->mem_free_strict_bytes : 0,
                         .distances = n->distances,
                 };
+                for (unsigned k = 0; s && k < s->n_huge; k++)
+                        pn.huge[pn.n_huge++] = s->huge[k];
                 g_array_append_val(out, pn);
         }
 }
@@ -104,6 +107,7 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out) {
                         .balanced = p->maps.balanced_bytes,
                         .locality_before = p->locality_prev,
                         .per_node = p->maps_error == 0 && p->maps.per_node ? p->maps.per_node : NULL,
+                        .huge_per_node = p->maps_error == 0 ? p->maps.huge_per_node : NULL,
                         .running = p->running_nodes,
                         .cpu_per_node = p->cpu_per_node,
                         .current = hold == NP_HOLD_MOVING && p->moving_to ? p->moving_to
@@ -116,6 +120,7 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out) {
                         .failed_full = p->failed_full,
                         .failed_moves = p->failed_moves,
                         .hold = hold,
+                        .cgroup = p->cgroup,
                         .group = group,
                 };
                 g_array_append_val(out, pp);
@@ -222,6 +227,8 @@ static void snapshot(NpManager *m, Snapshot *s) {
         s->proc_arr = g_array_new(FALSE, FALSE, sizeof(NpPolicyProcess));
         build_nodes(m, s->node_arr);
         build_procs(m, s->cands, s->proc_arr);
+        /* the room answers of Advise() hold, after the candidates */
+        np_reservations_to_procs(m->reservations, s->proc_arr);
         params_of(m, &s->params);
         s->nodes = (const NpPolicyNode *) (void *) s->node_arr->data;
         s->n_nodes = s->node_arr->len;
@@ -236,15 +243,43 @@ static void snapshot_clear(Snapshot *s) {
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Snapshot, snapshot_clear)
 
+/* One node of memory: nothing to decide, every process is local there.
+ * Those narrowed by someone else are still shown foreign, with who narrowed
+ * them; one no longer narrowed is observed again. */
+static void settle_foreign(NpManager *m) {
+        g_autoptr(GPtrArray) cands = candidates(m);
+        for (guint i = 0; i < cands->len; i++) {
+                NpProcess *p = cands->pdata[i];
+                NpPolicyHold hold = hold_of(m, p);
+                if (hold == NP_HOLD_FOREIGN) {
+                        g_autofree char *why = np_policy_foreign_why(p->cgroup);
+                        if (p->state != NP_PROC_FOREIGN) {
+                                log_decision(p, LOG_INFO, "Leaving", why);
+                                set_state(m, p, NP_PROC_FOREIGN, NULL);
+                        }
+                        np_process_set_decision(p, why);
+                } else if (hold == NP_HOLD_NONE && p->state == NP_PROC_FOREIGN) {
+                        set_state(m, p, NP_PROC_OBSERVED, NULL);
+                        np_process_set_decision(p, "");
+                }
+                if (p->changed)
+                        m->changes.processes = true;
+        }
+}
+
 void np_placer_run(NpManager *m) {
         /* Nothing to decide while paused, or on a machine with one node of
          * memory (every process is local there). */
-        if (m->paused || np_mask_weight(m->topology->with_memory) < 2)
+        if (m->paused)
                 return;
+        if (np_mask_weight(m->topology->with_memory) < 2) {
+                settle_foreign(m);
+                return;
+        }
         g_auto(Snapshot) s = { 0 };
         snapshot(m, &s);
         g_autoptr(GPtrArray) decisions = np_policy_decide(s.nodes, s.n_nodes, s.procs, s.n_procs, &s.params);
-        for (guint i = 0; i < decisions->len; i++) {
+        for (guint i = 0; i < s.cands->len; i++) {
                 NpProcess *p = s.cands->pdata[i];
                 const NpDecision *d = decisions->pdata[i];
                 NpPolicyHold hold = s.procs[i].hold;
@@ -255,7 +290,7 @@ void np_placer_run(NpManager *m) {
         }
 }
 
-NpMask *np_placer_advise(NpManager *m, double cpus, uint64_t bytes, bool *fits, GError **error) {
+NpMask *np_placer_advise(NpManager *m, double cpus, uint64_t bytes, NpAdviceFit *fit, GError **error) {
         if (!isfinite(cpus) || cpus < 0 || cpus > 1e6) {
                 g_set_error(error, NP_ERROR, NP_ERROR_INVALID_ARGS, "Invalid CPU count %g (expected 0 to 1000000)",
                             cpus);
@@ -263,7 +298,7 @@ NpMask *np_placer_advise(NpManager *m, double cpus, uint64_t bytes, bool *fits, 
         }
         g_auto(Snapshot) s = { 0 };
         snapshot(m, &s);
-        NpMask *set = np_policy_advise(s.nodes, s.n_nodes, s.procs, s.n_procs, &s.params, cpus, bytes, fits);
+        NpMask *set = np_policy_advise(s.nodes, s.n_nodes, s.procs, s.n_procs, &s.params, cpus, bytes, fit);
         if (!set)
                 g_set_error(error, NP_ERROR, NP_ERROR_NOT_SUPPORTED, "No NUMA node has memory");
         return set;

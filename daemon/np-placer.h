@@ -6,26 +6,30 @@
  * decisions: in Mode=enforce every move goes through the placement path
  * (np-place.h), all of a scan's moves queued at once; in Mode=advise the
  * decision is published (State "advised", TargetNodes) and logged, nothing
- * moves. Nothing is decided while paused.
+ * moves. Nothing is decided while paused, nor on a machine with one node of
+ * memory, where only foreign processes are marked (State and Decision).
  *
  * A process is "foreign" (left alone) when the daemon does not hold it and
  * its Cpus_allowed_list is not every online CPU or its Mems_allowed_list is
  * not every node with memory: someone else (taskset, numactl
  * --cpunodebind/--membind with a cpuset, a container runtime) narrowed it.
- * Include= naming it (or Include()) overrides that.
+ * Include= naming it (or Include()) overrides that. Its Decision names its
+ * cgroup when that is not the root (np_policy_foreign_why()).
  */
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "np-manager.h"
+#include "np-policy.h"
 
 /* Run the policy over the manager's last scan and carry out its decisions. */
 void np_placer_run(NpManager *m);
 
 /*
  * Advise(): the nodes for a job that needs `cpus` CPUs and `bytes` of
- * memory, from the same policy and the last scan's ledger. *fits (may be
- * NULL) says whether they have the room at TargetUtilization. NULL with
+ * memory, from the same policy and the last scan's ledger, with the room
+ * the outstanding reservations hold taken. *fit (may be NULL) says whether
+ * they have the room at TargetUtilization, and what they lack. NULL with
  * *error set when the arguments are invalid or no node has memory.
  */
-NpMask *np_placer_advise(NpManager *m, double cpus, uint64_t bytes, bool *fits, GError **error);
+NpMask *np_placer_advise(NpManager *m, double cpus, uint64_t bytes, NpAdviceFit *fit, GError **error);

@@ -41,6 +41,23 @@ static void add_bytes(GArray *acc, const GArray *per_node) {
         }
 }
 
+static void add_huge(GArray *acc, const GArray *huge_per_node) {
+        for (guint k = 0; huge_per_node && k < huge_per_node->len; k++) {
+                const NpHugeBytes *h = &g_array_index(huge_per_node, NpHugeBytes, k);
+                guint j = 0;
+                while (j < acc->len &&
+                       (g_array_index(acc, NpHugeBytes, j).page_bytes < h->page_bytes ||
+                        (g_array_index(acc, NpHugeBytes, j).page_bytes == h->page_bytes &&
+                         g_array_index(acc, NpHugeBytes, j).node < h->node)))
+                        j++;
+                NpHugeBytes *at = j < acc->len ? &g_array_index(acc, NpHugeBytes, j) : NULL;
+                if (at && at->page_bytes == h->page_bytes && at->node == h->node)
+                        at->bytes += h->bytes;
+                else
+                        g_array_insert_val(acc, j, *h);
+        }
+}
+
 static void add_cpu(GArray *acc, const GArray *cpu_per_node) {
         for (guint k = 0; cpu_per_node && k < cpu_per_node->len; k++) {
                 const NpNodeCpu *c = &g_array_index(cpu_per_node, NpNodeCpu, k);
@@ -102,6 +119,7 @@ void np_policy_groups_build(NpPolicyGroups *g, const NpPolicyProcess *procs, gui
                 if (g->size[j]++ == 1) {
                         /* first merge into it: copies the entry may change */
                         u->per_node = own_array(g, u->per_node, sizeof(NpNodeBytes), add_bytes);
+                        u->huge_per_node = own_array(g, u->huge_per_node, sizeof(NpHugeBytes), add_huge);
                         u->cpu_per_node = own_array(g, u->cpu_per_node, sizeof(NpNodeCpu), add_cpu);
                         u->running = mask_union(g, NULL, u->running);
                         u->current = mask_union(g, NULL, u->current);
@@ -110,6 +128,12 @@ void np_policy_groups_build(NpPolicyGroups *g, const NpPolicyProcess *procs, gui
                         u->per_node = NULL;
                 else if (u->per_node)
                         add_bytes((GArray *) u->per_node, p->per_node);
+                if (p->huge_per_node && p->huge_per_node->len) {
+                        if (!u->huge_per_node)
+                                u->huge_per_node = own_array(g, p->huge_per_node, sizeof(NpHugeBytes), add_huge);
+                        else
+                                add_huge((GArray *) u->huge_per_node, p->huge_per_node);
+                }
                 if (!p->cpu_per_node)
                         u->cpu_per_node = NULL; /* spread over running, as for a lone one */
                 else if (u->cpu_per_node)
@@ -128,8 +152,10 @@ void np_policy_groups_build(NpPolicyGroups *g, const NpPolicyProcess *procs, gui
                 u->failed += p->failed;
                 u->failed_full |= p->failed_full;
                 u->failed_moves = MAX(u->failed_moves, p->failed_moves);
-                if (hold_rank(p->hold) > hold_rank(u->hold))
+                if (hold_rank(p->hold) > hold_rank(u->hold)) {
                         u->hold = p->hold;
+                        u->cgroup = p->cgroup;
+                }
         }
 }
 

@@ -21,6 +21,9 @@ typedef struct {
         double cap_mem, used_mem; /* bytes */
         bool has_mem, has_cpu;
         const GArray *dist;
+        uint64_t huge_size[NP_HUGE_SIZES_MAX]; /* the node's hugetlb pools: page size, */
+        double huge_free[NP_HUGE_SIZES_MAX]; /* and bytes free in it */
+        unsigned n_huge;
 } Slot;
 
 typedef struct {
@@ -74,6 +77,121 @@ static uint64_t bytes_on_set(const NpPolicyProcess *p, const NpMask *set) {
         return sum;
 }
 
+/* ---- hugetlb pages: counted against the pools, not memory --------------- */
+
+/* p's hugetlb bytes on node (page size 0: of any size). */
+static uint64_t huge_on(const NpPolicyProcess *p, unsigned node, uint64_t page) {
+        uint64_t sum = 0;
+        for (guint i = 0; p->huge_per_node && i < p->huge_per_node->len; i++) {
+                const NpHugeBytes *h = &g_array_index(p->huge_per_node, NpHugeBytes, i);
+                if (h->node == node && (!page || h->page_bytes == page))
+                        sum += h->bytes;
+        }
+        return sum;
+}
+
+/* p's hugetlb bytes of one page size (0: of any size) on the nodes of set (NULL: anywhere). */
+static uint64_t huge_in(const NpPolicyProcess *p, const NpMask *set, uint64_t page) {
+        uint64_t sum = 0;
+        for (guint i = 0; p->huge_per_node && i < p->huge_per_node->len; i++) {
+                const NpHugeBytes *h = &g_array_index(p->huge_per_node, NpHugeBytes, i);
+                if ((!page || h->page_bytes == page) && (!set || np_mask_test(set, h->node)))
+                        sum += h->bytes;
+        }
+        return sum;
+}
+
+/* Its memory that is not in hugetlb pages: what counts against memory. */
+static uint64_t reg_mem(const NpPolicyProcess *p) {
+        return p->mem - MIN(p->mem, huge_in(p, NULL, 0));
+}
+
+static uint64_t reg_on(const NpPolicyProcess *p, unsigned node) {
+        uint64_t b = bytes_on(p, node);
+        return b - MIN(b, huge_on(p, node, 0));
+}
+
+static uint64_t reg_on_set(const NpPolicyProcess *p, const NpMask *set) {
+        uint64_t sum = 0;
+        NP_MASK_FOREACH (n, set)
+                sum += reg_on(p, (unsigned) n);
+        return sum;
+}
+
+/* The free bytes of a slot's pool of one page size, NULL when it has none. */
+static double *pool_of(Slot *s, uint64_t page) {
+        for (unsigned k = 0; s && k < s->n_huge; k++)
+                if (s->huge_size[k] == page)
+                        return &s->huge_free[k];
+        return NULL;
+}
+
+/* The free bytes of a memory node's pool of one page size (0: none). */
+static double pool_free_of(const Slot *s, uint64_t page) {
+        for (unsigned k = 0; s && s->has_mem && k < s->n_huge; k++)
+                if (s->huge_size[k] == page)
+                        return MAX(0.0, s->huge_free[k]);
+        return 0.0;
+}
+
+static double pool_free_in(const Ledger *l, const NpMask *set, uint64_t page) {
+        double sum = 0;
+        NP_MASK_FOREACH (n, set)
+                sum += pool_free_of(slot_of(l, (unsigned) n), page);
+        return sum;
+}
+
+/* Take (sign +1) or give back (-1) p's hugetlb pages where they are now. */
+static void pools_take(Ledger *l, const NpPolicyProcess *p, double sign) {
+        for (guint i = 0; p->huge_per_node && i < p->huge_per_node->len; i++) {
+                const NpHugeBytes *h = &g_array_index(p->huge_per_node, NpHugeBytes, i);
+                double *f = pool_of(slot_of(l, h->node), h->page_bytes);
+                if (f)
+                        *f -= sign * (double) h->bytes;
+        }
+}
+
+/* The first page size of p whose pages the pools of set (p not in the
+ * ledger) cannot all take, 0 when they can. */
+static uint64_t pools_short(const Ledger *l, const NpPolicyProcess *p, const NpMask *set) {
+        for (guint i = 0; p->huge_per_node && i < p->huge_per_node->len; i++) {
+                uint64_t page = g_array_index(p->huge_per_node, NpHugeBytes, i).page_bytes;
+                if ((double) huge_in(p, NULL, page) > pool_free_in(l, set, page) + 0.5)
+                        return page;
+        }
+        return 0;
+}
+
+/* p's hugetlb pages on set: those already there stay, the rest go to the
+ * set's pools of their size, spread by what is free in them. */
+static void pools_commit(Ledger *l, const NpPolicyProcess *p, const NpMask *set) {
+        for (guint i = 0; p->huge_per_node && i < p->huge_per_node->len; i++) {
+                uint64_t page = g_array_index(p->huge_per_node, NpHugeBytes, i).page_bytes;
+                if (i > 0 && g_array_index(p->huge_per_node, NpHugeBytes, i - 1).page_bytes == page)
+                        continue; /* sorted by page size: once per size */
+                double rest = (double) (huge_in(p, NULL, page) - huge_in(p, set, page));
+                double free = pool_free_in(l, set, page);
+                NP_MASK_FOREACH (n, set) {
+                        Slot *s = slot_of(l, (unsigned) n);
+                        double *f = s && s->has_mem ? pool_of(s, page) : NULL;
+                        if (!f)
+                                continue;
+                        double share = free > 0 ? rest * MAX(0.0, *f) / free : 0.0;
+                        *f -= (double) huge_on(p, (unsigned) n, page) + share;
+                }
+        }
+}
+
+/* " (N MiB of it in hugetlb pages, which need free huge pages of their
+ * size)" for a Decision, "" when it has none. */
+static char *huge_note(const NpPolicyProcess *p) {
+        uint64_t h = huge_in(p, NULL, 0);
+        if (!h)
+                return g_strdup("");
+        return g_strdup_printf(" (%.0f MiB of it in hugetlb pages, which need free huge pages of their size)",
+                               (double) h / MIB);
+}
+
 /* The CPUs p needs: what it uses, but never more than it has threads (a
  * sample can overshoot by a tick). */
 static double cpu_demand(const NpPolicyProcess *p) {
@@ -111,8 +229,9 @@ static void footprint(Ledger *l, const NpPolicyProcess *p, double sign) {
                 const NpNodeBytes *nb = &g_array_index(p->per_node, NpNodeBytes, i);
                 Slot *s = slot_of(l, nb->node);
                 if (s)
-                        s->used_mem = MAX(0.0, s->used_mem + sign * (double) nb->bytes);
+                        s->used_mem = MAX(0.0, s->used_mem + sign * (double) reg_on(p, nb->node));
         }
+        pools_take(l, p, sign);
 }
 
 /*
@@ -131,13 +250,16 @@ static void remove_candidates(Ledger *l, const NpPolicyProcess *procs, guint n_p
         }
         for (guint i = 0; i < n_procs; i++) {
                 const NpPolicyProcess *p = &procs[i];
+                if (p->hold == NP_HOLD_RESERVED)
+                        continue; /* not in the samples */
                 cand += p->cpu;
                 for (guint k = 0; p->per_node && k < p->per_node->len; k++) {
                         const NpNodeBytes *nb = &g_array_index(p->per_node, NpNodeBytes, k);
                         Slot *s = slot_of(l, nb->node);
                         if (s)
-                                s->used_mem = MAX(0.0, s->used_mem - (double) nb->bytes);
+                                s->used_mem = MAX(0.0, s->used_mem - (double) reg_on(p, nb->node));
                 }
+                pools_take(l, p, -1);
         }
         double background = MAX(0.0, busy - cand - MAX(0.0, l->params->own_cpu));
         for (guint i = 0; i < l->n; i++)
@@ -225,19 +347,37 @@ static char *shortage(const Ledger *l, const NpMask *set, double mem, double cpu
                                l->params->target_utilization);
 }
 
+/* Would p (not in the ledger) fit on set: its memory and CPUs by fits(),
+ * its hugetlb pages in the set's pools? */
+static bool fits_p(const Ledger *l, const NpMask *set, const NpPolicyProcess *p, double margin) {
+        return fits(l, set, (double) reg_mem(p), cpu_demand(p), margin) && !pools_short(l, p, set);
+}
+
+/* Why p does not fit on set (fits_p() said no). */
+static char *shortage_p(const Ledger *l, const NpMask *set, const NpPolicyProcess *p, double margin) {
+        uint64_t page = pools_short(l, p, set);
+        if (page)
+                return g_strdup_printf("huge pages: its %.0f MiB in %.0f kB pages, %.0f MiB of them free there",
+                                       (double) huge_in(p, NULL, page) / MIB, (double) page / 1024.0,
+                                       pool_free_in(l, set, page) / MIB);
+        return shortage(l, set, (double) reg_mem(p), cpu_demand(p), margin);
+}
+
 /* Commit p on set: its pages already there stay, the rest spread by
- * capacity; its CPU spread over the CPU nodes by capacity. */
+ * capacity (hugetlb pages in the pools of their size); its CPU spread over
+ * the CPU nodes by capacity. */
 static void commit(Ledger *l, const NpPolicyProcess *p, const NpMask *set) {
         double rm, rc, cm, cc;
         room(l, set, &rm, &rc, &cm, &cc);
-        uint64_t present = bytes_on_set(p, set);
-        double rest = p->mem > present ? (double) (p->mem - present) : 0.0;
+        uint64_t present = reg_on_set(p, set), mem = reg_mem(p);
+        double rest = mem > present ? (double) (mem - present) : 0.0;
+        pools_commit(l, p, set);
         NP_MASK_FOREACH (n, set) {
                 Slot *s = slot_of(l, (unsigned) n);
                 if (!s)
                         continue;
                 if (s->has_mem && cm > 0)
-                        s->used_mem += (double) bytes_on(p, s->id) + rest * s->cap_mem / cm;
+                        s->used_mem += (double) reg_on(p, s->id) + rest * s->cap_mem / cm;
                 if (s->has_cpu && cc > 0)
                         s->used_cpu += cpu_demand(p) * s->cap_cpu / cc;
         }
@@ -265,6 +405,11 @@ static void ledger_init(Ledger *l, const NpPolicyNode *nodes, guint n_nodes, con
                 s->cap_mem = (double) nd->mem_total * t;
                 s->used_mem = nd->mem_total > nd->mem_free ? (double) (nd->mem_total - nd->mem_free) : 0.0;
                 s->dist = nd->distances;
+                s->n_huge = MIN(nd->n_huge, (unsigned) NP_HUGE_SIZES_MAX);
+                for (unsigned k = 0; k < s->n_huge; k++) {
+                        s->huge_size[k] = nd->huge[k].page_bytes;
+                        s->huge_free[k] = (double) nd->huge[k].free_pages * (double) nd->huge[k].page_bytes;
+                }
         }
 }
 
@@ -329,7 +474,10 @@ static int cmp_present(const NpPolicyProcess *p, uint64_t a, uint64_t b) {
  * that holds the most of p's pages, then the nearest, then the one with the
  * most room; false when even every node does not hold it. */
 static bool grow(const Ledger *l, NpMask *set, const NpPolicyProcess *p, double margin) {
-        while (!fits(l, set, (double) p->mem, cpu_demand(p), margin)) {
+        while (!fits_p(l, set, p, margin)) {
+                /* short of huge pages: only a node with free ones of
+                 * that size helps */
+                uint64_t short_page = pools_short(l, p, set);
                 int best = -1;
                 unsigned best_d = UINT32_MAX;
                 uint64_t best_present = 0;
@@ -337,6 +485,8 @@ static bool grow(const Ledger *l, NpMask *set, const NpPolicyProcess *p, double 
                 for (guint i = 0; i < l->n; i++) {
                         const Slot *s = &l->s[i];
                         if (!s->has_mem || np_mask_test(set, s->id))
+                                continue;
+                        if (short_page && pool_free_of(s, short_page) <= 0)
                                 continue;
                         unsigned d = 0;
                         NP_MASK_FOREACH (y, set)
@@ -359,7 +509,7 @@ static bool grow(const Ledger *l, NpMask *set, const NpPolicyProcess *p, double 
 }
 
 static void consider(const Ledger *l, const NpPolicyProcess *p, NpMask *set, const NpMask *avoid, Choice *best) {
-        if (avoid && np_mask_equal(set, avoid) && !fits(l, set, (double) p->mem, cpu_demand(p), NP_POLICY_HYSTERESIS)) {
+        if (avoid && np_mask_equal(set, avoid) && !fits_p(l, set, p, NP_POLICY_HYSTERESIS)) {
                 np_mask_free(set); /* just left, and no clear room there: no ping-pong */
                 return;
         }
@@ -369,7 +519,7 @@ static void consider(const Ledger *l, const NpPolicyProcess *p, NpMask *set, con
                      .runs_there = p->running && np_mask_intersects(set, p->running) };
         double rc;
         room(l, set, &c.room, &rc, NULL, NULL);
-        c.room -= (double) p->mem;
+        c.room -= (double) reg_mem(p);
         if (!best->set || better(l, p, &c, best)) {
                 np_mask_free(best->set);
                 *best = c;
@@ -381,7 +531,7 @@ static void consider(const Ledger *l, const NpPolicyProcess *p, NpMask *set, con
 /* Can p's pages that are not on set move there now: is that much memory
  * free on its nodes (after the moves decided before it)? */
 static bool movable(const Ledger *l, const NpPolicyProcess *p, const NpMask *set) {
-        double incoming = (double) (p->mem - MIN(p->mem, bytes_on_set(p, set)));
+        double incoming = (double) (reg_mem(p) - MIN(reg_mem(p), reg_on_set(p, set)));
         double free = 0;
         NP_MASK_FOREACH (n, set) {
                 const Slot *s = slot_of(l, (unsigned) n);
@@ -394,7 +544,7 @@ static bool movable(const Ledger *l, const NpPolicyProcess *p, const NpMask *set
 /* The moves decided run one after the other: after p's, its pages are on
  * set and gone from its other nodes. */
 static void move_pages_to(Ledger *l, const NpPolicyProcess *p, const NpMask *set) {
-        double incoming = (double) (p->mem - MIN(p->mem, bytes_on_set(p, set)));
+        double incoming = (double) (reg_mem(p) - MIN(reg_mem(p), reg_on_set(p, set)));
         double free = 0;
         NP_MASK_FOREACH (n, set) {
                 const Slot *s = slot_of(l, (unsigned) n);
@@ -408,7 +558,7 @@ static void move_pages_to(Ledger *l, const NpPolicyProcess *p, const NpMask *set
                 if (np_mask_test(set, s->id))
                         s->phys_free = free > 0 ? MAX(0.0, s->phys_free - incoming * s->phys_free / free) : 0.0;
                 else
-                        s->phys_free += (double) bytes_on(p, s->id);
+                        s->phys_free += (double) reg_on(p, s->id);
         }
 }
 
@@ -522,6 +672,18 @@ uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves) {
         return min_usec > UINT64_MAX >> k ? UINT64_MAX : min_usec << k;
 }
 
+/* Who narrowed it, where that can be seen: in a cgroup other than the
+ * root, the cgroup is named (libvirt's machine/qemu-1-NAME.libvirt-qemu/
+ * emulator, a container's), where its cpuset is set. In the root cgroup,
+ * whose cpuset holds every CPU and node, only its own affinity narrows. */
+char *np_policy_foreign_why(const char *cgroup) {
+        if (cgroup && *cgroup && !g_str_equal(cgroup, "/"))
+                return g_strdup_printf("its CPUs or memory nodes were narrowed by someone else (cgroup %s): left "
+                                       "alone",
+                                       cgroup);
+        return g_strdup("its CPUs or memory nodes were narrowed by someone else: left alone");
+}
+
 /* Pass 1: what stays whatever the load. NULL when p is a candidate. */
 static char *held(const Ledger *l, const NpPolicyProcess *p) {
         g_autofree char *cur = fmt_mask(p->current);
@@ -531,9 +693,11 @@ static char *held(const Ledger *l, const NpPolicyProcess *p) {
         case NP_HOLD_EXCLUDED:
                 return g_strdup("excluded");
         case NP_HOLD_FOREIGN:
-                return g_strdup("its CPUs or memory nodes were narrowed by someone else: left alone");
+                return np_policy_foreign_why(p->cgroup);
         case NP_HOLD_MOVING:
                 return g_strdup_printf("moving to %s", cur);
+        case NP_HOLD_RESERVED:
+                return g_strdup_printf("room on %s held by an answer of Advise()", cur);
         case NP_HOLD_PLACED:
         case NP_HOLD_NONE:
                 break;
@@ -594,9 +758,9 @@ static char *why_not_one(const Ledger *l, const NpPolicyProcess *p, const NpMask
                 return NULL;
         g_autoptr(NpMask) one = np_mask_new();
         np_mask_set(one, (unsigned) best);
-        if (fits(l, one, (double) p->mem, cpu_demand(p), 0.0))
+        if (fits_p(l, one, p, 0.0))
                 return NULL;
-        g_autofree char *why = shortage(l, one, (double) p->mem, cpu_demand(p), 0.0);
+        g_autofree char *why = shortage_p(l, one, p, 0.0);
         return g_strdup_printf("; %d alone is too small (%s)", best, why);
 }
 
@@ -644,10 +808,12 @@ static NpDecision *place_or_nofit(Ledger *l, const NpPolicyProcess *p, const NpM
         }
         if (!ideal) {
                 footprint(l, p, +1); /* it stays where it is */
+                g_autofree char *huge = huge_note(p);
                 return decision(p->pid, NP_DECISION_NOFIT, NULL,
-                                g_strdup_printf("%s, but no set of nodes has room for %.1f CPUs and %.0f MiB at "
+                                g_strdup_printf("%s, but no set of nodes has room for %.1f CPUs and %.0f MiB%s at "
                                                 "TargetUtilization=%u%%: left where it is",
-                                                context, p->cpu, (double) p->mem / MIB, l->params->target_utilization));
+                                                context, p->cpu, (double) p->mem / MIB, huge,
+                                                l->params->target_utilization));
         }
         if (!set && !covers_every_cpu_node(l, ideal)) {
                 /* it goes there as soon as the memory is free: its
@@ -718,6 +884,12 @@ static gint cmp_size(gconstpointer a, gconstpointer b, gpointer data) {
         return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
+/* Counted on its nodes rather than where its pages are: a process moving
+ * there, or the room a reservation holds. */
+static bool goes_to_current(const NpPolicyProcess *p) {
+        return (p->hold == NP_HOLD_MOVING || p->hold == NP_HOLD_RESERVED) && p->current;
+}
+
 static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
                               const NpPolicyParams *params) {
         Ledger l;
@@ -732,7 +904,7 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                 char *why = held(&l, &procs[i]);
                 if (!why)
                         continue;
-                if (procs[i].hold == NP_HOLD_MOVING && procs[i].current)
+                if (goes_to_current(&procs[i]))
                         commit(&l, &procs[i], procs[i].current);
                 else
                         footprint(&l, &procs[i], +1);
@@ -745,7 +917,7 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                 if (out[i] || p->hold != NP_HOLD_PLACED || !p->current)
                         continue;
                 g_autofree char *cur = fmt_mask(p->current);
-                if (fits(&l, p->current, (double) p->mem, cpu_demand(p), -NP_POLICY_HYSTERESIS)) {
+                if (fits_p(&l, p->current, p, -NP_POLICY_HYSTERESIS)) {
                         double there = locality_placed(p);
                         bool rest = rest_wanted(&l, p) && movable(&l, p, p->current);
                         commit(&l, p, p->current);
@@ -770,7 +942,7 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                         out[i] = decision(p->pid, NP_DECISION_KEEP, NULL, why);
                         continue;
                 }
-                g_autofree char *why = shortage(&l, p->current, (double) p->mem, cpu_demand(p), -NP_POLICY_HYSTERESIS);
+                g_autofree char *why = shortage_p(&l, p->current, p, -NP_POLICY_HYSTERESIS);
                 g_autofree char *ctx = g_strdup_printf("placed on %s, which is now crowded (%s)", cur, why);
                 out[i] = place_or_nofit(&l, p, p->current, NULL, ctx);
         }
@@ -784,7 +956,7 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                         continue;
                 double loc = locality(p);
                 if (loc * 100.0 < (double) params->memory_locality_target || !p->running ||
-                    !fits(&l, p->running, (double) p->mem, cpu_demand(p), -NP_POLICY_HYSTERESIS))
+                    !fits_p(&l, p->running, p, -NP_POLICY_HYSTERESIS))
                         continue;
                 g_autofree char *on = fmt_mask(p->running);
                 footprint(&l, p, +1);
@@ -851,49 +1023,100 @@ GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPo
         return res;
 }
 
+/* The nodes that come closest to holding job when nothing has room: as
+ * many as it needs on the idle machine (every node with memory when even
+ * that is too small), grown from the node with the most memory room by
+ * nearness, then room now. NULL when no node has memory. */
+static NpMask *closest(const Ledger *l, const NpPolicyProcess *job) {
+        int seed = -1;
+        double best = -INFINITY;
+        for (guint i = 0; i < l->n; i++) {
+                double r = l->s[i].cap_mem - l->s[i].used_mem;
+                if (l->s[i].has_mem && r > best) {
+                        best = r;
+                        seed = (int) l->s[i].id;
+                }
+        }
+        if (seed < 0)
+                return NULL;
+        Ledger idle = *l;
+        idle.s = g_memdup2(l->s, l->n * sizeof(Slot));
+        for (guint i = 0; i < idle.n; i++)
+                idle.s[i].used_mem = idle.s[i].used_cpu = 0;
+        NpMask *set = np_mask_new();
+        np_mask_set(set, (unsigned) seed);
+        while (!fits(&idle, set, (double) job->mem, cpu_demand(job), 0.0)) {
+                int pick = -1;
+                unsigned pick_d = UINT32_MAX;
+                double pick_room = -INFINITY;
+                for (guint i = 0; i < l->n; i++) {
+                        const Slot *s = &l->s[i];
+                        if (!s->has_mem || np_mask_test(set, s->id))
+                                continue;
+                        unsigned d = 0;
+                        NP_MASK_FOREACH (y, set)
+                                d += distance(l, s->id, (unsigned) y);
+                        /* room now: memory, and CPUs as a share of the job's */
+                        double r = (s->cap_mem - s->used_mem) / MAX((double) job->mem, 1.0) +
+                                (s->has_cpu ? (s->cap_cpu - s->used_cpu) / MAX(cpu_demand(job), 0.01) : 0.0);
+                        if (d < pick_d || (d == pick_d && r > pick_room)) {
+                                pick = (int) s->id;
+                                pick_d = d;
+                                pick_room = r;
+                        }
+                }
+                if (pick < 0)
+                        break; /* every node with memory */
+                np_mask_set(set, (unsigned) pick);
+        }
+        g_free(idle.s);
+        return set;
+}
+
+/* Would job fit on every node with memory of the idle machine? */
+static bool within_machine(const Ledger *l, const NpPolicyProcess *job) {
+        g_autoptr(NpMask) all = np_mask_new();
+        Ledger idle = *l;
+        idle.s = g_memdup2(l->s, l->n * sizeof(Slot));
+        for (guint i = 0; i < idle.n; i++) {
+                idle.s[i].used_mem = idle.s[i].used_cpu = 0;
+                if (idle.s[i].has_mem)
+                        np_mask_set(all, idle.s[i].id);
+        }
+        bool ok = fits(&idle, all, (double) job->mem, cpu_demand(job), 0.0);
+        g_free(idle.s);
+        return ok;
+}
+
 NpMask *np_policy_advise(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
-                         const NpPolicyParams *params, double cpus, uint64_t bytes, bool *fits_out) {
+                         const NpPolicyParams *params, double cpus, uint64_t bytes, NpAdviceFit *fit) {
         Ledger l;
-        NpPolicyProcess job = { .pid = 0, .cpu = MAX(cpus, 0.0), .mem = bytes };
+        NpPolicyProcess job = { .pid = 0, .cpu = MAX(cpus, NP_POLICY_ADVISE_MIN_CPU), .mem = bytes };
         NpMask *set;
 
         ledger_init(&l, nodes, n_nodes, params);
         /* every process counts where it is now, a moving one where it goes */
         remove_candidates(&l, procs, n_procs);
         for (guint i = 0; i < n_procs; i++)
-                if (procs[i].hold == NP_HOLD_MOVING && procs[i].current)
+                if (goes_to_current(&procs[i]))
                         commit(&l, &procs[i], procs[i].current);
                 else
                         footprint(&l, &procs[i], +1);
 
         set = choose(&l, &job, NULL, NULL, false);
-        if (fits_out)
-                *fits_out = set != NULL;
+        NpAdviceFit f = { .fits = set != NULL };
         if (!set) {
-                /* Nothing has room: the nodes with the most room, as many as
-                 * the demand needs by capacity alone, nearest first. */
-                int seed = -1;
-                double best = -INFINITY;
-                for (guint i = 0; i < l.n; i++) {
-                        double r = l.s[i].cap_mem - l.s[i].used_mem;
-                        if (l.s[i].has_mem && r > best) {
-                                best = r;
-                                seed = (int) l.s[i].id;
-                        }
-                }
-                if (seed >= 0) {
-                        Ledger empty = l;
-                        empty.s = g_memdup2(l.s, l.n * sizeof(Slot));
-                        for (guint i = 0; i < empty.n; i++) {
-                                empty.s[i].used_mem = 0;
-                                empty.s[i].used_cpu = 0;
-                        }
-                        set = np_mask_new();
-                        np_mask_set(set, (unsigned) seed);
-                        (void) grow(&empty, set, &job, 0.0);
-                        g_free(empty.s);
+                set = closest(&l, &job);
+                f.beyond_machine = !within_machine(&l, &job);
+                if (set) {
+                        double rm, rc;
+                        room(&l, set, &rm, &rc, NULL, NULL);
+                        f.short_bytes = MAX(0.0, (double) bytes - rm);
+                        f.short_cpus = MAX(0.0, cpus - rc);
                 }
         }
+        if (fit)
+                *fit = f;
         g_free(l.s);
         return set;
 }

@@ -14,8 +14,8 @@
  * candidate is counted once, where the decision puts it. Decisions are made
  * in this order, each committing its process to the ledger:
  *
- *   1. processes that stay where they are whatever the load: pinned by
- *      Place(), excluded, narrowed by someone else (foreign), moving now,
+ *   1. processes that stay where they are whatever the load, and the room
+ *      reservations hold (np-reserve.h): pinned by Place(), excluded, narrowed by someone else (foreign), moving now,
  *      moved less than MinSecondsBetweenMoves ago, interleaved with
  *      KeepInterleaved=yes, or whose memory is unknown;
  *   2. processes the policy placed earlier stay while their nodes hold them
@@ -40,6 +40,13 @@
  *      whose demand needs every node is left spread (do no harm); when
  *      nothing fits it is left where it is (NOFIT).
  *
+ * Hugetlb pages come from the nodes' pools, not from their free memory: a
+ * process's hugetlb bytes (huge_per_node) are counted against the free huge
+ * pages of their size on the nodes of a set (its own pages already there
+ * are its own), never against memory, and a set whose pools cannot take
+ * them all does not hold it (grown to a bigger set that does, else NOFIT):
+ * half a guest is never moved. Its other memory counts as above.
+ *
  * So two big processes are never put on the same node when another fits,
  * and the daemon's own earlier decisions hold until the load really changes.
  */
@@ -48,6 +55,7 @@
 #include <stdint.h>
 
 #include "np-nodemask.h"
+#include "np-sample.h"
 
 typedef struct {
         unsigned id;
@@ -57,6 +65,9 @@ typedef struct {
         uint64_t mem_free; /* bytes free (page cache that can be dropped counts as free) */
         uint64_t mem_free_now; /* bytes free right now (MemFree): what a move can fill; 0 = mem_free */
         const GArray *distances; /* NpDistance (np-topology.h) to every node, may be NULL */
+        NpHugePool huge[NP_HUGE_SIZES_MAX]; /* its free hugetlb pages by page size; a size not
+                                             * listed has none free */
+        unsigned n_huge;
 } NpPolicyNode;
 
 typedef enum {
@@ -66,6 +77,8 @@ typedef enum {
         NP_HOLD_EXCLUDED, /* Exclude= / Exclude() */
         NP_HOLD_FOREIGN, /* CPUs or nodes narrowed by someone else */
         NP_HOLD_MOVING, /* a move of it is queued or running */
+        NP_HOLD_RESERVED, /* not a process: room an answer of Advise() holds on current
+                           * (cpu, mem), counted there like a process moving there */
 } NpPolicyHold;
 
 typedef struct {
@@ -81,6 +94,8 @@ typedef struct {
         uint64_t balanced; /* bytes the kernel's NUMA balancing can move (default policy, not hugetlb) */
         double locality_before; /* its locality at the numa_maps read before the last, < 0 = none */
         const GArray *per_node; /* NpNodeBytes where its pages are; NULL = unknown */
+        const GArray *huge_per_node; /* NpHugeBytes: the part of per_node in hugetlb pages, by
+                                      * page size; NULL = none */
         const NpMask *running; /* nodes its busy threads last ran on (may be NULL) */
         const GArray *cpu_per_node; /* NpNodeCpu: where its CPU use is; NULL = spread over running */
         const NpMask *current; /* nodes it is confined to (placed, pinned, moving), else NULL */
@@ -94,6 +109,8 @@ typedef struct {
         unsigned failed_moves; /* its last moves in a row that failed on pages: the next one
                                 * waits np_policy_move_wait_usec() */
         NpPolicyHold hold;
+        const char *cgroup; /* its cgroup (cpuset v1 or unified v2 path); NULL or "" = unknown:
+                             * a foreign Decision names it when it is not the root */
         unsigned group; /* 0, or the same number for processes placed as one (the
                          * processes of one systemd unit): see np_policy_decide() */
 } NpPolicyProcess;
@@ -122,6 +139,10 @@ typedef struct {
 } NpDecision;
 
 void np_decision_free(NpDecision *d);
+
+/* The Decision of a process narrowed by someone else (NP_HOLD_FOREIGN):
+ * names its cgroup (may be NULL) unless that is the root. Caller frees. */
+char *np_policy_foreign_why(const char *cgroup);
 
 /* How long after its last move a process may move again: min_usec (MinSecondsBetweenMoves=),
  * doubled for each of its last moves in a row that failed on pages (its
@@ -153,14 +174,29 @@ uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves);
 GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
                             const NpPolicyParams *params);
 
+/* What an advice's nodes offer (np_policy_advise()). */
+typedef struct {
+        bool fits; /* they have the room at TargetUtilization */
+        bool beyond_machine; /* the job is bigger than every node together at TargetUtilization */
+        double short_cpus; /* CPUs the nodes lack for it at TargetUtilization (0 when it fits) */
+        double short_bytes; /* bytes they lack for it */
+} NpAdviceFit;
+
+/* The least CPU demand of an advised job: a job runs somewhere, so every
+ * answer holds a node with CPUs (a memory-only node is never the answer
+ * alone, a node without memory never in it). */
+#define NP_POLICY_ADVISE_MIN_CPU 0.01
+
 /*
  * Advice for a job not started yet (Advise(), numad -w): the smallest set
  * of nodes with room for `cpus` CPUs and `bytes` of memory at
  * TargetUtilization once every process of `procs` is counted where it is
- * now, preferring nearness, then room. When nothing has room, the set with
- * the most room of the size the demand needs (up to every node with
- * memory); *fits (may be NULL) says which. NULL only when no node has
- * memory. Caller frees.
+ * now (reservations, NP_HOLD_RESERVED, where they hold room), preferring
+ * nearness, then room. When nothing has room, the nodes that come closest:
+ * as many as the job needs on the idle machine (every node with memory when
+ * it is bigger than the machine), grown from the node with the most room
+ * by nearness, then room. *fit (may be NULL) says which. NULL only when no
+ * node has memory. Caller frees.
  */
 NpMask *np_policy_advise(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
-                         const NpPolicyParams *params, double cpus, uint64_t bytes, bool *fits);
+                         const NpPolicyParams *params, double cpus, uint64_t bytes, NpAdviceFit *fit);

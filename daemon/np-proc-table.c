@@ -28,6 +28,7 @@ struct NpProcTable {
         unsigned detail_kept; /* status and cgroup descriptors beside them */
         uint32_t gen;
         uint64_t page_size;
+        bool huge_in_use, huge_changed; /* np_proc_table_watch_hugetlb() */
         NpProcTableStats totals; /* the counters part */
 };
 
@@ -98,7 +99,7 @@ void np_proc_table_free(NpProcTable *t) {
 
 /* ---- parsing ------------------------------------------------------------- */
 
-int np_parse_statm(const char *buf, uint64_t *resident, uint64_t *text) {
+int np_parse_statm(const char *buf, uint64_t *resident, uint64_t *text, uint64_t *size) {
         if (!buf || !resident || !text)
                 return -EINVAL;
         uint64_t v[7];
@@ -116,6 +117,8 @@ int np_parse_statm(const char *buf, uint64_t *resident, uint64_t *text) {
                 return -EINVAL;
         *resident = v[1];
         *text = v[3];
+        if (size)
+                *size = v[0];
         return 0;
 }
 
@@ -152,6 +155,7 @@ static void take_stat(NpProcTable *t, NpProcEntry *e, const NpPidStat *st, uint6
         /* a zombie leader whose other threads still run is alive */
         e->exited = (st->state == 'Z' || st->state == 'X') && st->num_threads <= 1;
         g_strlcpy(e->comm, st->comm, sizeof e->comm);
+        e->size_bytes = st->vsize;
         e->stat_read = true;
         t->totals.stat_reads++;
 }
@@ -344,8 +348,8 @@ static NpProcEntry *sample_known(NpProcTable *t, NpProcEntry *e, uint32_t ino, u
                         drop(t, e);
                         return discover(t, pid, ino, now);
                 }
-                uint64_t resident, text;
-                if (k < 0 || np_parse_statm(buf, &resident, &text) < 0) {
+                uint64_t resident, text, size;
+                if (k < 0 || np_parse_statm(buf, &resident, &text, &size) < 0) {
                         drop(t, e);
                         return NULL;
                 }
@@ -359,6 +363,7 @@ static NpProcEntry *sample_known(NpProcTable *t, NpProcEntry *e, uint32_t ino, u
                         e->text_pages = tp;
                 }
                 e->rss_bytes = resident * t->page_size;
+                e->size_bytes = size * t->page_size;
                 return e;
         }
 
@@ -370,6 +375,41 @@ static NpProcEntry *sample_known(NpProcTable *t, NpProcEntry *e, uint32_t ino, u
         }
         e->rss_bytes = st.rss_pages > 0 ? (uint64_t) st.rss_pages * t->page_size : 0;
         return e;
+}
+
+void np_proc_table_watch_hugetlb(NpProcTable *t, bool in_use, bool changed) {
+        t->huge_in_use = in_use;
+        t->huge_changed = changed;
+}
+
+/*
+ * The hugetlb pages of e, when some pool is in use (np-proc-table.h). The
+ * cost: nothing while no pool has pages in use; otherwise one read of
+ * status (the kernel formats about 1.5 kB, some 15 us) for a process whose
+ * mapped size reaches the threshold while its resident memory does not,
+ * and only when its look is due: a process that keeps its mappings is
+ * looked at once every NP_HUGETLB_RECHECK_SCANS scans (and in the scans
+ * in which the pools' pages in use grow: a guest faulting its RAM in), one
+ * that holds hugetlb pages every scan (a guest: few per machine).
+ */
+static void look_hugetlb(NpProcTable *t, NpProcEntry *e, uint64_t min_rss_bytes) {
+        if (!t->huge_in_use || e->rss_bytes >= min_rss_bytes || e->size_bytes < min_rss_bytes) {
+                e->hugetlb_bytes = 0;
+                e->hugetlb_gen = 0;
+                return;
+        }
+        bool due = e->hugetlb_gen == 0 || e->size_bytes != e->hugetlb_size || t->huge_changed || e->hugetlb_bytes > 0 ||
+                t->gen - e->hugetlb_gen >= NP_HUGETLB_RECHECK_SCANS;
+        if (!due)
+                return;
+        g_autofree char *buf = NULL;
+        uint64_t bytes = 0;
+        if (np_proc_table_read_detail(t, e->pid, NP_PROC_STATUS, &buf) < 0 || np_parse_status_hugetlb(buf, &bytes) < 0)
+                bytes = 0; /* gone (the stat read finds out) or unreadable: nothing counted */
+        t->totals.hugetlb_looks++;
+        e->hugetlb_bytes = bytes;
+        e->hugetlb_size = e->size_bytes;
+        e->hugetlb_gen = t->gen;
 }
 
 static gint cmp_entry_pid(gconstpointer a, gconstpointer b) {
@@ -459,7 +499,8 @@ int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat w
                         g_ptr_array_add(t->all_next, e);
                         continue;
                 }
-                bool every_scan = e->rss_bytes >= min_rss_bytes || (wants && wants(userdata, e));
+                look_hugetlb(t, e, min_rss_bytes);
+                bool every_scan = np_proc_entry_memory(e) >= min_rss_bytes || (wants && wants(userdata, e));
                 if (!every_scan && e->stat_fd >= 0)
                         close_stat_fds(t, e); /* no longer read every scan: its descriptors go */
                 if (!e->stat_read && (exec_seen || every_scan)) {

@@ -10,7 +10,8 @@
  * one is not re-read from scratch. For every known user process it then
  * reads only `statm` (resident memory), with pread() on a descriptor kept
  * open between scans. `stat` (CPU ticks, comm, threads) is read only for a
- * process whose resident memory is at least the caller's threshold, whose
+ * process whose resident memory (plus hugetlb pages, see
+ * np_proc_table_watch_hugetlb()) is at least the caller's threshold, whose
  * text size changed (an exec: comm may have changed), or that the caller
  * asks for (included, placed or pinned). Kernel threads are recognised once
  * and never read again.
@@ -70,6 +71,11 @@ typedef struct {
         bool kthread; /* never reported, never read again (bookkeeping) */
         bool no_statm; /* the tree has no statm (a fixture): stat is read every scan (bookkeeping) */
         uint64_t rss_bytes; /* resident memory, this scan (statm, or stat beyond the cap) */
+        uint64_t size_bytes; /* mapped, this scan (statm size, or stat vsize): hugetlb mappings too */
+        uint64_t hugetlb_bytes; /* hugetlb pages (status HugetlbPages) at the last look, 0 when
+                                 * not looked at (np_proc_table_watch_hugetlb()) */
+        uint64_t hugetlb_size; /* size_bytes at that look */
+        uint32_t hugetlb_gen; /* scan generation of that look, 0 = never */
         uint64_t starttime; /* clock ticks after boot: identity with pid */
 
         uint64_t ticks; /* utime+stime at the last stat read */
@@ -101,14 +107,36 @@ void np_proc_table_free(NpProcTable *t);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpProcTable, np_proc_table_free)
 
 /*
- * One scan (see the top of this file). min_rss_bytes: entries at or above it
- * get their stat read; wants (may be NULL) is asked for the others. Returns
+ * One scan (see the top of this file). min_rss_bytes: entries whose
+ * np_proc_entry_memory() is at or above it get their stat read; wants (may be NULL) is asked for the others. Returns
  * the number of user processes listed (>= 0), or a negative errno when
  * <root>/proc cannot be listed (the table is then unchanged). Processes that
  * vanish while being read are dropped quietly; malformed contents of one
  * process are skipped like a vanished process.
  */
 int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat wants, void *userdata);
+
+/*
+ * Hugetlb pages are not resident memory (statm, stat rss): a process whose
+ * memory is in huge pages would never reach the threshold. Tell the table
+ * before a scan whether some hugetlb pool has pages in use (in_use) and
+ * whether more pages are in use than at the scan before (changed: some
+ * process got huge pages): while in use, the scan looks at the HugetlbPages
+ * line of status for a process whose resident memory is below the threshold
+ * but whose mapped size is not (only a mapping can hold huge pages), when
+ * its mapped size changed since its last look, more pages are in use, it held hugetlb pages
+ * at its last look, or NP_HUGETLB_RECHECK_SCANS scans passed (a page of a
+ * shared hugetlbfs file it maps is faulted in by another process); and
+ * counts them with its resident memory against the threshold. While no
+ * pool is in use, nothing is read.
+ */
+void np_proc_table_watch_hugetlb(NpProcTable *t, bool in_use, bool changed);
+#define NP_HUGETLB_RECHECK_SCANS 12u
+
+/* Resident memory plus hugetlb pages: what the threshold is compared to. */
+static inline uint64_t np_proc_entry_memory(const NpProcEntry *e) {
+        return e->rss_bytes + e->hugetlb_bytes;
+}
 
 /* The user processes of the last scan, sorted by pid: a GPtrArray of
  * NpProcEntry* owned by the table, valid until the next scan or free. */
@@ -151,10 +179,12 @@ typedef struct {
         unsigned beyond_cap; /* user processes read with open+read+close (no descriptor) */
         unsigned kthreads; /* kernel threads known (never read) */
         uint64_t statm_reads, stat_reads, discovered, dropped; /* totals since the table was made */
+        uint64_t hugetlb_looks; /* status reads for HugetlbPages, since the table was made */
 } NpProcTableStats;
 
 void np_proc_table_stats(const NpProcTable *t, NpProcTableStats *out);
 
 /* Parse a statm line ("size resident shared text lib data dt", in pages).
- * 0 with *resident and *text set, or -EINVAL for anything else. */
-int np_parse_statm(const char *buf, uint64_t *resident, uint64_t *text);
+ * 0 with *resident, *text and *size (may be NULL) set, or -EINVAL for
+ * anything else. */
+int np_parse_statm(const char *buf, uint64_t *resident, uint64_t *text, uint64_t *size);

@@ -105,7 +105,7 @@ bool np_process_held(const NpProcess *p) {
 }
 
 uint64_t np_process_memory_bytes(const NpProcess *p) {
-        return p->maps.total_bytes ? p->maps.total_bytes : p->rss_bytes;
+        return p->maps.total_bytes ? p->maps.total_bytes : p->rss_bytes + p->hugetlb_bytes;
 }
 
 static bool masks_equal(const NpMask *a, const NpMask *b) {
@@ -148,7 +148,8 @@ void np_process_set_state(NpProcess *p, NpProcState state, const NpMask *target,
         p->last_placed_usec = last_placed_usec;
 }
 
-void np_process_set_sample(NpProcess *p, const char *comm, double cpu_usage, uint64_t rss_bytes, unsigned threads) {
+void np_process_set_sample(NpProcess *p, const char *comm, double cpu_usage, uint64_t rss_bytes, uint64_t hugetlb_bytes,
+                           unsigned threads) {
         uint64_t mem = np_process_memory_bytes(p);
 
         if (strcmp(p->comm, comm) != 0) {
@@ -159,6 +160,7 @@ void np_process_set_sample(NpProcess *p, const char *comm, double cpu_usage, uin
                 p->changed |= NP_PROCESS_CPU_USAGE;
         p->cpu_usage = cpu_usage;
         p->rss_bytes = rss_bytes;
+        p->hugetlb_bytes = hugetlb_bytes;
         p->threads = threads;
         if (np_process_memory_bytes(p) != mem)
                 p->changed |= NP_PROCESS_MEMORY_BYTES;
@@ -370,7 +372,7 @@ void np_process_take_maps(NpProcess *p, NpNumaMaps *maps) {
         p->maps_error = 0;
         if (np_process_memory_bytes(p) != mem_before)
                 p->changed |= NP_PROCESS_MEMORY_BYTES;
-        np_maps_age_read(&p->maps_age, p->rss_bytes, p->cpu_ticks, realtime_usec());
+        np_maps_age_read(&p->maps_age, np_process_scan_memory(p), p->cpu_ticks, realtime_usec());
 }
 
 /* The process did not run since its threads were last read: it used no CPU
@@ -412,6 +414,9 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsi
                 p->cpus_allowed = g_steal_pointer(&status.cpus_allowed);
                 p->mems_allowed = g_steal_pointer(&status.mems_allowed);
                 p->threads = status.threads;
+                if (status.hugetlb_bytes != p->hugetlb_bytes && !p->maps.total_bytes)
+                        p->changed |= NP_PROCESS_MEMORY_BYTES;
+                p->hugetlb_bytes = status.hugetlb_bytes;
                 np_pid_status_clear(&status);
         } else if (r < 0) {
                 log_debug("Cannot read /proc/%d/status: %s; keeping what was known", p->pid, g_strerror(-r));
@@ -421,7 +426,8 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsi
         bool had_maps = p->maps.per_node && !p->maps_error;
         NpMapsDue due = maps_max_scans == NP_MAPS_NOW
                 ? NP_MAPS_DUE_NEW
-                : np_maps_refresh_due(&p->maps_age, p->rss_bytes, p->cpu_ticks, maps_max_scans, memory_settled(p));
+                : np_maps_refresh_due(&p->maps_age, np_process_scan_memory(p), p->cpu_ticks, maps_max_scans,
+                                      memory_settled(p));
         if (due == NP_MAPS_KEEP) {
                 np_maps_age_scan(&p->maps_age);
         } else {
@@ -450,7 +456,7 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsi
                 }
                 if (np_process_memory_bytes(p) != mem_before)
                         p->changed |= NP_PROCESS_MEMORY_BYTES;
-                np_maps_age_read(&p->maps_age, p->rss_bytes, p->cpu_ticks, realtime_usec());
+                np_maps_age_read(&p->maps_age, np_process_scan_memory(p), p->cpu_ticks, realtime_usec());
         }
 
         if (details) {

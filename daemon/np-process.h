@@ -72,6 +72,8 @@ typedef struct {
                     * stat read before: still starting (touching its memory) */
         unsigned followups; /* follow-up scans made for it (np-manager.h, NP_FOLLOWUP_USEC) */
         uint64_t rss_bytes;
+        uint64_t hugetlb_bytes; /* hugetlb pages (HugetlbPages), not in rss_bytes: from the
+                                 * table's look (np_proc_table_watch_hugetlb()) or status */
         unsigned threads;
         bool significant; /* published and sampled in detail */
         bool seen; /* seen in the current scan */
@@ -165,7 +167,8 @@ void np_process_read_cgroup(NpProcess *p, NpProcTable *tab);
 void np_process_set_state(NpProcess *p, NpProcState state, const NpMask *target, uint64_t last_placed_usec);
 
 /* Set the values every scan reads and the changed bits. */
-void np_process_set_sample(NpProcess *p, const char *comm, double cpu_usage, uint64_t rss_bytes, unsigned threads);
+void np_process_set_sample(NpProcess *p, const char *comm, double cpu_usage, uint64_t rss_bytes, uint64_t hugetlb_bytes,
+                           unsigned threads);
 
 /* Set the policy's decision text and the changed bit. */
 void np_process_set_decision(NpProcess *p, const char *why);
@@ -180,5 +183,11 @@ char *np_process_decision_text(const NpProcess *p);
 /* Is the process held by the daemon (pinned or placed)? */
 bool np_process_held(const NpProcess *p);
 
-/* MemoryBytes as published: numa_maps total when known, else RSS. */
+/* MemoryBytes as published: numa_maps total when known (hugetlb pages
+ * included), else RSS plus hugetlb pages. */
 uint64_t np_process_memory_bytes(const NpProcess *p);
+/* Its memory as the scans see it: resident plus hugetlb pages (what
+ * MinProcessMemory= is compared with). */
+static inline uint64_t np_process_scan_memory(const NpProcess *p) {
+        return p->rss_bytes + p->hugetlb_bytes;
+}

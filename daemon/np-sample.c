@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,8 +143,51 @@ static double cpu_busy_fraction(const GArray *prev, const GArray *cur, unsigned 
         return f > 1.0 ? 1.0 : f;
 }
 
+/* The machine's pool of one size: 0 with *nr and *free (not read when *nr
+ * is 0), or a negative errno. */
+static int read_machine_pool(uint64_t page_bytes, guint64 *nr, guint64 *free) {
+        char path[96];
+        snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/hugepages-%" PRIu64 "kB/nr_hugepages", page_bytes / 1024);
+        int r = np_read_u64_kept(path, nr);
+        if (r < 0 || *nr == 0)
+                return r; /* no page of this size: nothing free either */
+        snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/hugepages-%" PRIu64 "kB/free_hugepages",
+                 page_bytes / 1024);
+        return np_read_u64_kept(path, free);
+}
+
+/* The pools of the sizes that have pages, on every node of out. */
+static void sample_pools(const NpTopology *t, GArray *out, NpHugeSample *huge) {
+        NpHugeSample h = { 0 };
+        for (unsigned k = 0; k < t->n_huge_sizes; k++) {
+                guint64 nr, free;
+                uint64_t size = t->huge_sizes[k];
+                if (read_machine_pool(size, &nr, &free) < 0 || nr == 0)
+                        continue; /* no page of this size anywhere: no pool to count */
+                h.in_use = h.in_use || nr > free;
+                h.used_pages += nr > free ? nr - free : 0;
+                for (guint i = 0; i < out->len; i++) {
+                        NpNodeSample *s = &g_array_index(out, NpNodeSample, i);
+                        char path[128];
+                        guint64 node_free = 0;
+                        if (t->synthetic)
+                                node_free = free;
+                        else {
+                                snprintf(path, sizeof path,
+                                         "/sys/devices/system/node/node%u/hugepages/hugepages-%" PRIu64
+                                         "kB/free_hugepages",
+                                         s->id, size / 1024);
+                                (void) np_read_u64_kept(path, &node_free);
+                        }
+                        s->huge[s->n_huge++] = (NpHugePool){ .page_bytes = size, .free_pages = node_free };
+                }
+        }
+        if (huge)
+                *huge = h;
+}
+
 int np_sample_nodes(const NpTopology *t, bool inactive_file_is_free, const GArray *prev_ticks, GArray *ticks_out,
-                    GArray *out) {
+                    GArray *out, NpHugeSample *huge) {
         if (!t || !out)
                 return -EINVAL;
         g_autoptr(GArray) own_ticks = NULL;
@@ -192,6 +236,7 @@ int np_sample_nodes(const NpTopology *t, bool inactive_file_is_free, const GArra
 
                 g_array_append_val(out, s);
         }
+        sample_pools(t, out, huge);
         return 0;
 }
 
@@ -201,6 +246,9 @@ static void sample_totals(const GArray *samples, double *used, double *busy) {
                 const NpNodeSample *s = &g_array_index(samples, NpNodeSample, i);
                 if (s->mem_total_bytes > s->mem_free_bytes)
                         *used += (double) (s->mem_total_bytes - s->mem_free_bytes);
+                /* free huge pages count as used in meminfo: a process's are not */
+                for (unsigned k = 0; k < s->n_huge; k++)
+                        *used -= (double) s->huge[k].free_pages * (double) s->huge[k].page_bytes;
                 *busy += s->cpu_busy;
         }
 }
@@ -281,6 +329,9 @@ int np_parse_pid_stat(const char *buf, NpPidStat *out) {
                         break;
                 case 22:
                         r = tok_u64(b, e, &s.starttime);
+                        break;
+                case 23:
+                        r = tok_u64(b, e, &s.vsize);
                         break;
                 case 24:
                         r = tok_i64(b, e, &s.rss_pages);
@@ -379,6 +430,8 @@ int np_parse_pid_status(const char *buf, NpPidStatus *out) {
 #define KEY(name) (klen == sizeof(name) - 1 && memcmp(start, name, klen) == 0)
                 if (KEY("VmRSS")) {
                         r = status_number(v, true, &s.vm_rss_bytes);
+                } else if (KEY("HugetlbPages")) {
+                        r = status_number(v, true, &s.hugetlb_bytes);
                 } else if (KEY("Threads")) {
                         r = status_number(v, false, &x);
                         if (r == 0 && x > UINT_MAX)
@@ -410,6 +463,20 @@ int np_parse_pid_status(const char *buf, NpPidStatus *out) {
         return 0;
 }
 
+int np_parse_status_hugetlb(const char *buf, uint64_t *bytes) {
+        if (!buf || !bytes)
+                return -EINVAL;
+        static const char key[] = "HugetlbPages:";
+        for (const char *p = buf; p && *p;) {
+                if (strncmp(p, key, sizeof key - 1) == 0)
+                        return status_number(skip_blanks(p + sizeof key - 1), true, bytes) < 0 ? -EINVAL : 0;
+                p = strchr(p, '\n');
+                p = p ? p + 1 : NULL;
+        }
+        *bytes = 0;
+        return 0;
+}
+
 void np_pid_status_clear(NpPidStatus *s) {
         if (!s)
                 return;
@@ -436,9 +503,31 @@ static void add_bytes(GArray *acc, unsigned node, uint64_t bytes) {
         g_array_index(acc, uint64_t, node) += bytes;
 }
 
+/* Hugetlb bytes of one page size on one node, added to huge (NpHugeBytes). */
+static void add_huge(GArray *huge, unsigned node, uint64_t page_bytes, uint64_t bytes) {
+        for (guint i = 0; i < huge->len; i++) {
+                NpHugeBytes *h = &g_array_index(huge, NpHugeBytes, i);
+                if (h->node == node && h->page_bytes == page_bytes) {
+                        h->bytes += bytes;
+                        return;
+                }
+        }
+        NpHugeBytes h = { .node = node, .page_bytes = page_bytes, .bytes = bytes };
+        g_array_append_val(huge, h);
+}
+
+static gint cmp_huge(gconstpointer a, gconstpointer b) {
+        const NpHugeBytes *x = a, *y = b;
+        if (x->page_bytes != y->page_bytes)
+                return x->page_bytes < y->page_bytes ? -1 : 1;
+        return (x->node > y->node) - (x->node < y->node);
+}
+
 /* One numa_maps line [p, eol): "<addr> <policy> [key=value | flag]...".
- * Adds to acc (bytes per node, indexed by node) and the totals in m. */
-static int numa_maps_line(const char *p, const char *eol, GArray *line_pages, GArray *acc, NpNumaMaps *m) {
+ * Adds to acc (bytes per node, indexed by node), huge (NpHugeBytes of the
+ * lines marked huge) and the totals in m. */
+static int numa_maps_line(const char *p, const char *eol, GArray *line_pages, GArray *acc, GArray *huge_acc,
+                          NpNumaMaps *m) {
         const char *q = p;
         /* start address, hex */
         while (q < eol && g_ascii_isxdigit(*q))
@@ -488,6 +577,8 @@ static int numa_maps_line(const char *p, const char *eol, GArray *line_pages, GA
                     __builtin_add_overflow(line_bytes, bytes, &line_bytes))
                         return -EINVAL;
                 add_bytes(acc, lp->node, bytes);
+                if (huge && bytes)
+                        add_huge(huge_acc, lp->node, page_kb * 1024, bytes);
         }
         if (__builtin_add_overflow(m->total_bytes, line_bytes, &m->total_bytes))
                 return -EINVAL;
@@ -506,12 +597,13 @@ int np_parse_numa_maps(const char *buf, NpNumaMaps *out) {
         NpNumaMaps m = { .per_node = g_array_new(FALSE, FALSE, sizeof(NpNodeBytes)) };
         g_autoptr(GArray) acc = g_array_new(FALSE, TRUE, sizeof(uint64_t));
         g_autoptr(GArray) line_pages = g_array_new(FALSE, FALSE, sizeof(LinePages));
+        g_autoptr(GArray) huge = g_array_new(FALSE, FALSE, sizeof(NpHugeBytes));
 
         for (const char *line = buf; *line;) {
                 const char *eol = strchr(line, '\n');
                 if (!eol)
                         eol = line + strlen(line);
-                if (eol > line && numa_maps_line(line, eol, line_pages, acc, &m) < 0) {
+                if (eol > line && numa_maps_line(line, eol, line_pages, acc, huge, &m) < 0) {
                         np_numa_maps_clear(&m);
                         return -EINVAL;
                 }
@@ -524,6 +616,10 @@ int np_parse_numa_maps(const char *buf, NpNumaMaps *out) {
                         g_array_append_val(m.per_node, nb);
                 }
         }
+        if (huge->len) {
+                g_array_sort(huge, cmp_huge);
+                m.huge_per_node = g_steal_pointer(&huge);
+        }
         *out = m;
         return 0;
 }
@@ -533,6 +629,8 @@ void np_numa_maps_clear(NpNumaMaps *m) {
                 return;
         if (m->per_node)
                 g_array_unref(m->per_node);
+        if (m->huge_per_node)
+                g_array_unref(m->huge_per_node);
         memset(m, 0, sizeof(*m));
 }
 
@@ -541,6 +639,11 @@ void np_numa_maps_copy(const NpNumaMaps *src, NpNumaMaps *dst) {
         dst->per_node = g_array_new(FALSE, FALSE, sizeof(NpNodeBytes));
         if (src->per_node && src->per_node->len)
                 g_array_append_vals(dst->per_node, src->per_node->data, src->per_node->len);
+        dst->huge_per_node = NULL;
+        if (src->huge_per_node && src->huge_per_node->len) {
+                dst->huge_per_node = g_array_sized_new(FALSE, FALSE, sizeof(NpHugeBytes), src->huge_per_node->len);
+                g_array_append_vals(dst->huge_per_node, src->huge_per_node->data, src->huge_per_node->len);
+        }
 }
 
 uint64_t np_numa_maps_node_bytes(const NpNumaMaps *m, unsigned node) {

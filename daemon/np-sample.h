@@ -29,6 +29,12 @@ int np_parse_proc_stat(const char *buf, GArray *per_cpu);
 
 /* ---- per node --------------------------------------------------------- */
 
+/* A node's pool of hugetlb pages of one size. */
+typedef struct {
+        uint64_t page_bytes; /* the page size */
+        uint64_t free_pages; /* nodeN/hugepages/hugepages-<kB>kB/free_hugepages */
+} NpHugePool;
+
 typedef struct {
         unsigned id;
         uint64_t mem_total_bytes;
@@ -36,7 +42,17 @@ typedef struct {
         uint64_t mem_free_strict_bytes; /* MemFree only */
         double cpu_capacity; /* number of CPUs of the node */
         double cpu_busy; /* CPUs busy over the last interval (0..capacity) */
+        NpHugePool huge[NP_HUGE_SIZES_MAX]; /* the pools of the sizes the machine has pages
+                                             * of, in the order of the topology's sizes */
+        unsigned n_huge;
 } NpNodeSample;
+
+/* What np_sample_nodes() saw of the hugetlb pools machine-wide. */
+typedef struct {
+        bool in_use; /* some pool has pages in use (nr_hugepages > free_hugepages) */
+        uint64_t used_pages; /* huge pages in use, every size: when it grows, some process
+                              * got huge pages */
+} NpHugeSample;
 
 /*
  * Read every node's meminfo and /proc/stat. `prev_ticks` (may be NULL on the
@@ -46,16 +62,22 @@ typedef struct {
  * cpu_busy is the sum over the node's CPUs of busy delta / total delta, each
  * clamped to 0..1 (0 for a CPU absent from prev_ticks or whose counters did
  * not advance). A synthetic topology reads /proc/meminfo instead of nodeN's.
+ * Hugetlb pools: for each of the topology's page sizes, the machine's
+ * nr_hugepages and free_hugepages (/sys/kernel/mm/hugepages); a size with
+ * pages gets a pool on every node (its nodeN free_hugepages; 0 when that
+ * cannot be read), a size without none (two reads per size and scan on a
+ * machine without pools). *huge (may be NULL) gets the machine-wide view.
  * 0, a negative errno from reading, or -EINVAL for malformed contents.
  */
 int np_sample_nodes(const NpTopology *t, bool inactive_file_is_free, const GArray *prev_ticks, GArray *ticks_out,
-                    GArray *out);
+                    GArray *out, NpHugeSample *huge);
 
 /*
  * Did the machine gain, from `before` to `now` (node samples of the same
  * nodes, each cpu_busy over its own interval), what one more significant
  * process brings: at least `mem` bytes more in use over all nodes
- * (mem_total - mem_free), or at least `cpu` more CPUs busy over all nodes
+ * (mem_total - mem_free, less the free huge pages of their pools, which
+ * meminfo counts as used), or at least `cpu` more CPUs busy over all nodes
  * once `own_cpu` (CPUs the daemon itself used more than before, its moves)
  * is taken out (`cpu` 0: CPU is no sign)? Pure. False when either is NULL.
  */
@@ -77,7 +99,8 @@ typedef struct {
         uint64_t utime, stime; /* clock ticks */
         long num_threads;
         uint64_t starttime; /* clock ticks after boot */
-        int64_t rss_pages;
+        uint64_t vsize; /* bytes mapped (hugetlb mappings too) */
+        int64_t rss_pages; /* resident pages (hugetlb pages are not) */
         int processor; /* last CPU */
 } NpPidStat;
 
@@ -94,18 +117,25 @@ int np_parse_pid_stat(const char *buf, NpPidStat *out);
 
 typedef struct {
         uint64_t vm_rss_bytes;
+        uint64_t hugetlb_bytes; /* HugetlbPages: hugetlb pages mapped, not in VmRSS */
         unsigned threads;
         unsigned uid; /* real uid */
         NpMask *cpus_allowed; /* Cpus_allowed_list; owned, may be NULL if absent */
         NpMask *mems_allowed; /* Mems_allowed_list; owned, may be NULL if absent */
 } NpPidStatus;
 
-/* Parse /proc/<pid>/status into *out (overwritten; VmRSS absent, as for
- * kernel threads, gives 0). 0, or -EINVAL (nothing allocated) when Uid or
+/* Parse /proc/<pid>/status into *out (overwritten; VmRSS or HugetlbPages
+ * absent, as for kernel threads or an older kernel, gives 0). 0, or -EINVAL (nothing allocated) when Uid or
  * Threads is missing or a known key's value is malformed. Free the masks
  * with np_pid_status_clear(). */
 int np_parse_pid_status(const char *buf, NpPidStatus *out);
 void np_pid_status_clear(NpPidStatus *s);
+
+/* Only the HugetlbPages line of a /proc/<pid>/status buffer, in bytes (the
+ * per-scan look at processes that may hold hugetlb pages: no allocation).
+ * 0 with *bytes set (0 when the line is absent), or -EINVAL for a malformed
+ * value. */
+int np_parse_status_hugetlb(const char *buf, uint64_t *bytes);
 
 /* CPU use on one node (a process's, by where its threads ran). */
 typedef struct {
@@ -118,8 +148,17 @@ typedef struct {
         uint64_t bytes;
 } NpNodeBytes;
 
+/* Hugetlb bytes of one page size on one node. */
+typedef struct {
+        unsigned node;
+        uint64_t page_bytes;
+        uint64_t bytes;
+} NpHugeBytes;
+
 typedef struct {
         GArray *per_node; /* NpNodeBytes sorted by node, nodes with 0 omitted */
+        GArray *huge_per_node; /* NpHugeBytes, the hugetlb part of per_node, sorted by page
+                                * size then node, 0 omitted; NULL when there is none */
         uint64_t total_bytes;
         uint64_t huge_bytes; /* part of total in huge pages */
         uint64_t interleaved_bytes; /* part of total in VMAs with an interleave policy */
@@ -129,7 +168,8 @@ typedef struct {
 
 /* Parse /proc/<pid>/numa_maps: N<node>=<pages> counts times kernelpagesize_kB
  * (4 when absent; huge pages counted at their size). huge_bytes counts lines
- * marked "huge" (hugetlbfs); interleaved_bytes lines whose policy starts with
+ * marked "huge" (hugetlb: MAP_HUGETLB, a file on hugetlbfs, a memfd with
+ * MFD_HUGETLB), and huge_per_node the same by node and page size; interleaved_bytes lines whose policy starts with
  * "interleave" or "weighted interleave"; balanced_bytes lines with the
  * "default" policy that are not "huge". Lines without pages are fine, an
  * empty buffer gives an empty result. 0 and *out overwritten, or -EINVAL

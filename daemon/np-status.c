@@ -41,11 +41,17 @@ typedef struct {
 } PerNode;
 
 typedef struct {
+        GArray *nodes; /* guint32 */
+        uint64_t milli_cpus, bytes, expires_usec; /* expiry: CLOCK_MONOTONIC */
+} Reservation;
+
+typedef struct {
         char *version, *mode, *backend;
         uint64_t scans, migrated_bytes;
         bool paused;
         GArray *nodes; /* Node */
         GArray *procs; /* Proc */
+        GArray *reservations; /* Reservation */
 } Status;
 
 static void status_clear(Status *s) {
@@ -65,6 +71,10 @@ static void status_clear(Status *s) {
                 g_array_unref(p->per_node);
                 g_array_unref(p->target);
         }
+        for (guint i = 0; s->reservations && i < s->reservations->len; i++)
+                g_array_unref(g_array_index(s->reservations, Reservation, i).nodes);
+        if (s->reservations)
+                g_array_unref(s->reservations);
         if (s->nodes)
                 g_array_unref(s->nodes);
         if (s->procs)
@@ -91,6 +101,24 @@ static int read_string(sd_bus_message *m, char **out) {
         return r;
 }
 
+/* Reservations a(auttt) into s->reservations. */
+static int read_reservations(sd_bus_message *m, Status *s) {
+        int r = sd_bus_message_enter_container(m, 'a', "(auttt)");
+        while (r >= 0 && (r = sd_bus_message_enter_container(m, 'r', "auttt")) > 0) {
+                Reservation res = { .nodes = g_array_new(FALSE, FALSE, sizeof(guint32)) };
+                g_array_append_val(s->reservations, res);
+                Reservation *x = &g_array_index(s->reservations, Reservation, s->reservations->len - 1);
+                r = read_u32_array(m, x->nodes);
+                if (r >= 0)
+                        r = sd_bus_message_read(m, "ttt", &x->milli_cpus, &x->bytes, &x->expires_usec);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        return r < 0 ? r : 1;
+}
+
 /* One property's variant, by name: 1 when read, 0 when this view does not
  * use it (the caller skips it), or a negative errno. */
 static int read_manager_prop(sd_bus_message *m, const char *name, Status *s) {
@@ -104,6 +132,8 @@ static int read_manager_prop(sd_bus_message *m, const char *name, Status *s) {
                 return sd_bus_message_read_basic(m, 't', &s->scans);
         if (strcmp(name, "MigratedBytes") == 0)
                 return sd_bus_message_read_basic(m, 't', &s->migrated_bytes);
+        if (strcmp(name, "Reservations") == 0)
+                return read_reservations(m, s);
         if (strcmp(name, "Paused") == 0) {
                 int b = 0;
                 int r = sd_bus_message_read_basic(m, 'b', &b);
@@ -334,6 +364,19 @@ static void print_table(const Status *s) {
         if (s->procs->len == 0)
                 printf("(none)\n");
 
+        if (s->reservations->len) {
+                uint64_t now = (uint64_t) g_get_monotonic_time();
+                printf("\nReservations held by answers of Advise() (AdviceHoldSec=)\n%-12s %8s %10s %10s\n", "NODES",
+                       "CPUS", "MEM(MiB)", "EXPIRES_IN");
+                for (guint i = 0; i < s->reservations->len; i++) {
+                        const Reservation *x = &g_array_index(s->reservations, Reservation, i);
+                        g_autofree char *nodes = id_list(x->nodes);
+                        double left = x->expires_usec > now ? (double) (x->expires_usec - now) / 1e6 : 0.0;
+                        printf("%-12s %8.2f %10.1f %8.1f s\n", nodes, (double) x->milli_cpus / 1000.0,
+                               (double) x->bytes / MIB, left);
+                }
+        }
+
         printf("\nNodes\n%-6s %-12s %8s %8s %12s %12s %s\n", "NODE", "CPUS", "CAPACITY", "BUSY", "MEM(MiB)",
                "FREE(MiB)", "MANAGED");
         for (guint i = 0; i < s->nodes->len; i++) {
@@ -420,6 +463,16 @@ static void print_json(const Status *s) {
                 json_string(o, p->decision);
                 g_string_append_c(o, '}');
         }
+        g_string_append(o, "],\"reservations\":[");
+        for (guint i = 0; i < s->reservations->len; i++) {
+                const Reservation *x = &g_array_index(s->reservations, Reservation, i);
+                g_string_append_printf(o, "%s{\"nodes\":", i ? "," : "");
+                json_ids(o, x->nodes);
+                g_string_append(o, ",\"cpus\":");
+                json_double(o, (double) x->milli_cpus / 1000.0);
+                g_string_append_printf(o, ",\"bytes\":%" PRIu64 ",\"expires_usec\":%" PRIu64 "}", x->bytes,
+                                       x->expires_usec);
+        }
         g_string_append(o, "]}\n");
         fputs(o->str, stdout);
         g_string_free(o, TRUE);
@@ -452,6 +505,7 @@ int np_status_main(bool json) {
         }
         s.nodes = g_array_new(FALSE, TRUE, sizeof(Node));
         s.procs = g_array_new(FALSE, TRUE, sizeof(Proc));
+        s.reservations = g_array_new(FALSE, TRUE, sizeof(Reservation));
         r = read_objects(reply, &s);
         if (r >= 0) {
                 /* the Manager is the object manager itself: not among the

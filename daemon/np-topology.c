@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "np-topology.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -240,6 +241,37 @@ static void finish(NpTopology *t) {
                 t->max_cpu = (unsigned) (last + 1);
 }
 
+uint64_t np_parse_hugepages_dir(const char *name) {
+        if (!name || strncmp(name, "hugepages-", 10) != 0)
+                return 0;
+        const char *p = name + 10;
+        uint64_t kb;
+        if (parse_u64(&p, &kb) < 0 || strcmp(p, "kB") != 0 || kb == 0 || kb > UINT64_MAX / 1024)
+                return 0;
+        return kb * 1024;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return (x > y) - (x < y);
+}
+
+/* The hugetlb page sizes (a kernel without hugetlb has none). */
+static void load_huge_sizes(NpTopology *t) {
+        g_autofree char *dir = np_path("/sys/kernel/mm/hugepages");
+        DIR *d = opendir(dir);
+        if (!d)
+                return;
+        struct dirent *de;
+        while ((de = readdir(d)) && t->n_huge_sizes < NP_HUGE_SIZES_MAX) {
+                uint64_t size = np_parse_hugepages_dir(de->d_name);
+                if (size)
+                        t->huge_sizes[t->n_huge_sizes++] = size;
+        }
+        closedir(d);
+        qsort(t->huge_sizes, t->n_huge_sizes, sizeof(uint64_t), cmp_u64);
+}
+
 static int load_synthetic(NpTopology *t, GError **error) {
         g_autoptr(NpMask) cpus = NULL;
         int r = read_mask("/sys/devices/system/cpu/online", &cpus);
@@ -262,6 +294,7 @@ static int load_synthetic(NpTopology *t, GError **error) {
                 np_mask_set(t->with_memory, 0);
         t->synthetic = true;
         finish(t);
+        load_huge_sizes(t);
         return 0;
 }
 
@@ -338,6 +371,7 @@ int np_topology_load(NpTopology **out, GError **error) {
         }
 
         finish(t);
+        load_huge_sizes(t);
         if (cpu_online)
                 t->cpus_online = np_mask_copy(cpu_online);
         int last_online = np_mask_last(cpu_online);

@@ -22,6 +22,9 @@ typedef struct {
         GArray *distances; /* NpDistance, one per online node, in id order */
 } NpNode;
 
+/* Huge page sizes the kernel offers beyond this many are not read. */
+#define NP_HUGE_SIZES_MAX 4
+
 typedef struct {
         GPtrArray *nodes; /* NpNode*, sorted by id, owned */
         NpMask *online; /* ids of all online nodes */
@@ -32,6 +35,9 @@ typedef struct {
         unsigned max_cpu; /* highest CPU id + 1 (size for per-CPU arrays) */
         bool synthetic; /* no /sys/devices/system/node (non-NUMA kernel): one
                          * node 0, memory from /proc/meminfo */
+        uint64_t huge_sizes[NP_HUGE_SIZES_MAX]; /* hugetlb page sizes in bytes, ascending
+                                                 * (/sys/kernel/mm/hugepages/hugepages-<kB>kB) */
+        unsigned n_huge_sizes;
 } NpTopology;
 
 /*
@@ -42,9 +48,14 @@ typedef struct {
  * /sys/devices/system/cpu/online when that file exists. A machine
  * without /sys/devices/system/node (non-NUMA kernel) is loaded as one node 0
  * holding every CPU in /sys/devices/system/cpu/online and MemTotal from
- * /proc/meminfo.
+ * /proc/meminfo. The hugetlb page sizes are listed from
+ * /sys/kernel/mm/hugepages (none when it is absent).
  */
 int np_topology_load(NpTopology **out, GError **error);
+
+/* The hugetlb page size of a /sys/kernel/mm/hugepages entry name
+ * ("hugepages-2048kB"), in bytes; 0 for any other name. */
+uint64_t np_parse_hugepages_dir(const char *name);
 
 /* Parse one nodeN/meminfo or /proc/meminfo buffer: value of `key` (e.g.
  * "MemTotal", "MemFree", "Inactive(file)") in bytes. Lines may carry a

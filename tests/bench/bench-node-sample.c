@@ -62,7 +62,7 @@ int main(int argc, char **argv) {
                 GArray *prev = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
                 GArray *cur = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
                 GArray *out = g_array_new(FALSE, TRUE, sizeof(NpNodeSample));
-                if (np_sample_nodes(t, true, NULL, prev, out) < 0) {
+                if (np_sample_nodes(t, true, NULL, prev, out, NULL) < 0) {
                         fprintf(stderr, "%s: sampling failed\n", argv[a]);
                         return 1;
                 }
@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
                 for (int r = 0; r < runs; r++) {
                         double t0 = cpu_us();
                         for (int i = 0; i < iters; i++) {
-                                np_sample_nodes(t, true, prev, cur, out);
+                                np_sample_nodes(t, true, prev, cur, out, NULL);
                                 GArray *x = prev;
                                 prev = cur;
                                 cur = x;

@@ -31,6 +31,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 /* balanced lines are neither huge nor interleaved */
                 FUZZ_ASSERT(m.balanced_bytes + m.interleaved_bytes <= m.total_bytes);
                 FUZZ_ASSERT(m.balanced_bytes + m.huge_bytes <= m.total_bytes);
+                /* the hugetlb part by page size and node: sorted, within each node's bytes */
+                uint64_t huge = 0;
+                for (guint i = 0; m.huge_per_node && i < m.huge_per_node->len; i++) {
+                        const NpHugeBytes *h = &g_array_index(m.huge_per_node, NpHugeBytes, i);
+                        if (i > 0) {
+                                const NpHugeBytes *p = &g_array_index(m.huge_per_node, NpHugeBytes, i - 1);
+                                FUZZ_ASSERT(p->page_bytes < h->page_bytes ||
+                                            (p->page_bytes == h->page_bytes && p->node < h->node));
+                        }
+                        FUZZ_ASSERT(h->bytes > 0 && h->bytes % h->page_bytes == 0);
+                        FUZZ_ASSERT(h->bytes <= np_numa_maps_node_bytes(&m, h->node));
+                        huge += h->bytes;
+                }
+                FUZZ_ASSERT(huge == m.huge_bytes);
+                FUZZ_ASSERT(!m.huge_per_node || m.huge_per_node->len > 0);
                 np_numa_maps_clear(&m);
                 np_numa_maps_clear(&m);
         }

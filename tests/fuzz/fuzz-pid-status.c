@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Fuzz np_parse_pid_status(): /proc/PID/status (VmRSS, Threads, Uid and the
- * allowed CPU and memory lists). */
+/* Fuzz np_parse_pid_status(): /proc/PID/status (VmRSS, HugetlbPages, Threads,
+ * Uid and the allowed CPU and memory lists), and np_parse_status_hugetlb(). */
 #include "fuzz.h"
 #include "np-sample.h"
 
@@ -16,8 +16,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (st.mems_allowed)
                         (void) np_mask_weight(st.mems_allowed);
                 FUZZ_ASSERT(st.vm_rss_bytes % 1024 == 0);
+                FUZZ_ASSERT(st.hugetlb_bytes % 1024 == 0);
                 np_pid_status_clear(&st);
                 FUZZ_ASSERT(st.cpus_allowed == NULL && st.mems_allowed == NULL);
         }
+        /* the per-scan look at HugetlbPages alone: never more than it
+         * parses, kB in bytes */
+        uint64_t huge;
+        if (np_parse_status_hugetlb(buf, &huge) == 0)
+                FUZZ_ASSERT(huge % 1024 == 0);
         return 0;
 }

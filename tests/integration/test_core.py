@@ -5,8 +5,10 @@ for what really changed, method calls that never run a scan, Place() whose
 reply comes when its move has ended, and the documented errors."""
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -117,6 +119,68 @@ class Core(BusTestCase):
         st = self.bus.get("State", path="/org/numaplaced1/process/812", iface="org.numaplaced1.Process")
         self.assertEqual(st, "observed")
         self.assertEqual(self.bus.get("Scans"), 1)
+
+    def test_hugetlb_process_is_significant(self):
+        """hugeapp (4node fixture: 64 MiB resident, 2 GiB of hugetlb pages,
+        pools in use) reaches MinProcessMemory=300M by its huge pages:
+        significant, its MemoryBytes and MemoryPerNode count them, and the
+        policy never advises it off node 3, the only node whose pool holds
+        its 1 GiB page."""
+        self.start(FAST_CONF.replace("MinProcessMemory=100M", "MinProcessMemory=300M"),
+                   root=os.path.join(nptest.FIXTURES, "4node"))
+        path, iface = "/org/numaplaced1/process/6000", "org.numaplaced1.Process"
+        deadline = time.monotonic() + 20
+        while self.bus.get("Scans") < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(self.bus.get("Comm", path=path, iface=iface), "hugeapp")
+        mib = 1 << 20
+        self.assertEqual(self.bus.get("MemoryBytes", path=path, iface=iface), 2048 * mib + 64 * mib)
+        per_node = dict(self.bus.get("MemoryPerNode", path=path, iface=iface))
+        self.assertEqual(per_node, {2: 512 * mib + 32 * mib, 3: 1536 * mib + 32 * mib})
+        decision = self.bus.get("Decision", path=path, iface=iface)
+        target = self.bus.get("TargetNodes", path=path, iface=iface)
+        print("hugeapp: %s; target %s" % (decision, target))
+        self.assertTrue(not target or 3 in target, (decision, target))
+
+    def objects(self):
+        return subprocess.run(["busctl", "--address=" + self.bus.address, "tree", "--list", "org.numaplaced1"],
+                              stdout=subprocess.PIPE, text=True).stdout.split()
+
+    def test_hugetlb_looked_at_only_while_pools_in_use(self):
+        """With every huge page free (a copy of 4node) nothing is in use, so
+        no status is read for hugetlb pages and hugeapp stays below
+        MinProcessMemory=300M; once its pools' pages are in use (the files
+        written back) the next scans find its huge pages."""
+        tmp = tempfile.mkdtemp(prefix="np-hugetlb-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        root = os.path.join(tmp, "4node")
+        shutil.copytree(os.path.join(nptest.FIXTURES, "4node"), root, symlinks=True)
+        pools = os.path.join(root, "sys/kernel/mm/hugepages")
+        kept = {}
+        for size in os.listdir(pools):
+            with open(os.path.join(pools, size, "free_hugepages")) as f:
+                kept[size] = f.read()
+            with open(os.path.join(pools, size, "nr_hugepages")) as f:
+                nr = f.read()
+            with open(os.path.join(pools, size, "free_hugepages"), "w") as f:
+                f.write(nr)
+        self.start(FAST_CONF.replace("MinProcessMemory=100M", "MinProcessMemory=300M"), root=root)
+        path, iface = "/org/numaplaced1/process/6000", "org.numaplaced1.Process"
+        deadline = time.monotonic() + 20
+        while self.bus.get("Scans") < 4 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(self.bus.get("Comm", path="/org/numaplaced1/process/4242", iface=iface), "bigdb")
+        objs = self.objects()
+        self.assertNotIn(path, objs)
+        for size, text in kept.items():
+            with open(os.path.join(pools, size, "free_hugepages"), "w") as f:
+                f.write(text)
+        deadline = time.monotonic() + 20
+        while path not in objs and time.monotonic() < deadline:
+            time.sleep(0.2)
+            objs = self.objects()
+        self.assertIn(path, objs)
+        self.assertEqual(self.bus.get("MemoryBytes", path=path, iface=iface), (2048 + 64) << 20)
 
 
 if __name__ == "__main__":

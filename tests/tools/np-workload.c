@@ -9,6 +9,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <numa.h>
@@ -55,6 +56,8 @@ struct opts {
         bool verify;
         size_t share_mb; /* --share-mb (0 = none) */
         bool share_busy; /* --share-busy */
+        bool hugetlb; /* --hugetlb */
+        const char *hugetlb_file; /* --hugetlb-file */
 };
 
 static struct chunk *chunks;
@@ -114,6 +117,12 @@ static void usage(FILE *f) {
                 "                          bad=0 sum=HEX'; SIGUSR2 checks every page again and\n"
                 "                          prints the same line (bad: pages that changed;\n"
                 "                          workers then only read the memory)\n"
+                "  --hugetlb               the memory in hugetlb pages of the default huge page\n"
+                "                          size (MAP_HUGETLB; sizes rounded up to whole pages):\n"
+                "                          reserve them first (nr_hugepages); not with\n"
+                "                          --share-mb\n"
+                "  --hugetlb-file PATH     the same from a file created at PATH on a hugetlbfs\n"
+                "                          mount (MAP_SHARED, as a guest's RAM), removed at exit\n"
                 "  -h, --help              show this help\n"
                 "\n"
                 "LIST is a node list as numactl takes it, e.g. 0-3,6.\n"
@@ -406,6 +415,35 @@ static void *worker_main(void *arg) {
         return NULL;
 }
 
+/* len bytes of memory: private anonymous pages, or hugetlb pages with
+ * --hugetlb (anonymous MAP_HUGETLB) or --hugetlb-file (a hugetlbfs file,
+ * shared, as a guest's RAM), each file of --hugetlb-file PATH.N for chunk N
+ * but the first. Touching it faults the pages in. */
+static char *map_memory(const struct opts *o, size_t len) {
+        static unsigned files;
+        void *a;
+        if (o->hugetlb_file) {
+                char path[PATH_MAX];
+                if (files == 0)
+                        snprintf(path, sizeof path, "%s", o->hugetlb_file);
+                else
+                        snprintf(path, sizeof path, "%s.%u", o->hugetlb_file, files);
+                files++;
+                int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                if (fd < 0)
+                        die_errno(path);
+                a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                close(fd);
+        } else if (o->hugetlb) {
+                a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+        } else {
+                a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        }
+        if (a == MAP_FAILED)
+                die_errno(o->hugetlb ? "mmap of hugetlb pages (are enough reserved? nr_hugepages)" : "mmap");
+        return a;
+}
+
 /* --share-mb: a MAP_SHARED region with the allocation's policy, touched,
  * then mapped by a child that reads every page (so both map each one) and
  * sleeps until this process ends. The child unmaps the private memory it
@@ -504,6 +542,8 @@ int main(int argc, char **argv) {
                 OPT_VERIFY,
                 OPT_SHARE_MB,
                 OPT_SHARE_BUSY,
+                OPT_HUGETLB,
+                OPT_HUGETLB_FILE,
         };
         static const struct option longopts[] = {
                 { "mb", required_argument, NULL, OPT_MB },
@@ -529,6 +569,8 @@ int main(int argc, char **argv) {
                 { "verify", no_argument, NULL, OPT_VERIFY },
                 { "share-mb", required_argument, NULL, OPT_SHARE_MB },
                 { "share-busy", no_argument, NULL, OPT_SHARE_BUSY },
+                { "hugetlb", no_argument, NULL, OPT_HUGETLB },
+                { "hugetlb-file", required_argument, NULL, OPT_HUGETLB_FILE },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -633,6 +675,13 @@ int main(int argc, char **argv) {
                 case OPT_VERIFY:
                         o.verify = true;
                         break;
+                case OPT_HUGETLB:
+                        o.hugetlb = true;
+                        break;
+                case OPT_HUGETLB_FILE:
+                        o.hugetlb = true;
+                        o.hugetlb_file = optarg;
+                        break;
                 case 'h':
                         usage(stdout);
                         return 0;
@@ -649,6 +698,8 @@ int main(int argc, char **argv) {
         }
         if (optind < argc)
                 die_usage("unexpected argument '%s'", argv[optind]);
+        if (o.hugetlb && o.share_mb)
+                die_usage("--hugetlb and --share-mb do not go together");
 
         page_size = sysconf(_SC_PAGESIZE);
         setvbuf(stdout, NULL, _IOLBF, 0);
@@ -663,10 +714,7 @@ int main(int argc, char **argv) {
                 for (size_t i = 0; i < n_chunks; i++) {
                         chunks[i].node = bitmask_nth(o.nodes, (unsigned) i);
                         chunks[i].len = o.mb_per_node << 20;
-                        chunks[i].addr =
-                                mmap(NULL, chunks[i].len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-                        if (chunks[i].addr == MAP_FAILED)
-                                die_errno("mmap");
+                        chunks[i].addr = map_memory(&o, chunks[i].len);
                         numa_bitmask_clearall(one);
                         numa_bitmask_setbit(one, (unsigned) chunks[i].node);
                         bind_chunk(&chunks[i], MPOL_BIND, one);
@@ -679,9 +727,7 @@ int main(int argc, char **argv) {
                         die_errno("calloc");
                 chunks[0].node = -1;
                 chunks[0].len = o.mb << 20;
-                chunks[0].addr = mmap(NULL, chunks[0].len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-                if (chunks[0].addr == MAP_FAILED)
-                        die_errno("mmap");
+                chunks[0].addr = map_memory(&o, chunks[0].len);
                 if (o.policy == POL_INTERLEAVE)
                         bind_chunk(&chunks[0], MPOL_INTERLEAVE, o.nodes);
                 else if (o.policy == POL_BIND)
@@ -690,7 +736,7 @@ int main(int argc, char **argv) {
                         bind_chunk(&chunks[0], MPOL_PREFERRED, o.nodes);
         }
         for (size_t i = 0; i < n_chunks; i++) {
-                if (o.no_thp && madvise(chunks[i].addr, chunks[i].len, MADV_NOHUGEPAGE) != 0)
+                if (o.no_thp && !o.hugetlb && madvise(chunks[i].addr, chunks[i].len, MADV_NOHUGEPAGE) != 0)
                         die_errno("madvise(MADV_NOHUGEPAGE)");
                 if (!o.worker_touch && !o.verify) /* --verify fills every page itself */
                         touch(&chunks[i]);
@@ -782,5 +828,7 @@ int main(int argc, char **argv) {
         for (unsigned i = 0; i < o.threads; i++)
                 pthread_join(workers[i].tid, NULL);
         free(workers);
+        if (o.hugetlb_file)
+                unlink(o.hugetlb_file);
         return 0;
 }

@@ -52,6 +52,7 @@ static void assert_defaults(const NpConfig *c) {
         g_assert_nonnull(c->reserved_cpus);
         g_assert_true(np_mask_empty(c->reserved_cpus));
         g_assert_false(c->keep_interleaved);
+        g_assert_cmpuint(c->advice_hold_usec, ==, 60 * SEC);
         g_assert_nonnull(c->include);
         g_assert_null(c->include[0]);
         g_assert_nonnull(c->exclude);
@@ -94,6 +95,7 @@ static void test_every_key(void) {
                                         "LocalityRefreshScans=1\n"
                                         "ReservedCPUs=0-1,8\n"
                                         "KeepInterleaved=yes\n"
+                                        "AdviceHoldSec=0\n"
                                         "Include=postgres java*\n"
                                         "Exclude=1234\n"
                                         "[Migration]\n"
@@ -117,6 +119,7 @@ static void test_every_key(void) {
         g_autofree char *cpus = np_mask_format(c->reserved_cpus);
         g_assert_cmpstr(cpus, ==, "0-1,8");
         g_assert_true(c->keep_interleaved);
+        g_assert_cmpuint(c->advice_hold_usec, ==, 0);
         const char *inc[] = { "postgres", "java*", NULL };
         g_assert_cmpstrv(c->include, inc);
         const char *exc[] = { "1234", NULL };
@@ -263,6 +266,11 @@ static void test_bad_values(void) {
                   "[Placement] MinProcessCPU: '-1': expected a number of CPUs between 0 and 4096" },
                 { "Placement", "MinSecondsBetweenMoves=86401",
                   "[Placement] MinSecondsBetweenMoves: '86401': expected seconds between 0 and 86400" },
+                { "Placement", "AdviceHoldSec=3601",
+                  "[Placement] AdviceHoldSec: '3601': expected seconds between 0 and 3600" },
+                { "Placement", "AdviceHoldSec=-1",
+                  "[Placement] AdviceHoldSec: '-1': not a time span (expected seconds between 0 and 3600, e.g. 5, "
+                  "0.5 or 500ms)" },
                 { "Placement", "LocalityRefreshScans=0",
                   "[Placement] LocalityRefreshScans: '0': expected a whole number between 1 and 10000" },
                 { "Placement", "LocalityRefreshScans=10001",
@@ -585,7 +593,7 @@ static void test_to_string(void) {
                 strstr(s,
                        "\n[Placement]\nTargetUtilization=85\nMemoryLocalityTarget=90\n"
                        "MinProcessMemory=300M\nMinProcessCPU=0.5\nMinSecondsBetweenMoves=30\nLocalityRefreshScans=12\n"
-                       "ReservedCPUs=\nKeepInterleaved=no\nInclude=\nExclude=\n"));
+                       "ReservedCPUs=\nKeepInterleaved=no\nAdviceHoldSec=60\nInclude=\nExclude=\n"));
         g_assert_nonnull(strstr(s, "\n[Migration]\nSkipOverlappingNodes=yes\nMaxRate=0\nMoveSharedPages=no\n"));
 
         /* round trip of non-default values */
@@ -594,7 +602,7 @@ static void test_to_string(void) {
                 "LogLevel=err\nReleaseOnStop=off\n"
                 "[Placement]\nTargetUtilization=1\nMemoryLocalityTarget=100\nMinProcessMemory=1.5G\n"
                 "MinProcessCPU=0.125\nMinSecondsBetweenMoves=1.5\nLocalityRefreshScans=7\nReservedCPUs=3,1,2,9\n"
-                "KeepInterleaved=true\nInclude=a\\\\b x* 7\nExclude=z\n"
+                "KeepInterleaved=true\nAdviceHoldSec=2min\nInclude=a\\\\b x* 7\nExclude=z\n"
                 "[Migration]\nSkipOverlappingNodes=0\nMaxRate=1000\nMoveSharedPages=on\n";
         g_autoptr(NpConfig) c = load_ok(text);
         g_autofree char *s1 = np_config_to_string(c);
@@ -606,6 +614,7 @@ static void test_to_string(void) {
         g_assert_nonnull(strstr(s1, "MaxRate=1000\n"));
         g_assert_nonnull(strstr(s1, "MoveSharedPages=yes\n"));
         g_assert_nonnull(strstr(s1, "LocalityRefreshScans=7\n"));
+        g_assert_nonnull(strstr(s1, "AdviceHoldSec=120\n"));
         g_assert_nonnull(strstr(s1, "# Read from: test.conf\n"));
         g_autoptr(NpConfig) c2 = load_ok(s1);
         g_autofree char *s2 = np_config_to_string(c2);
@@ -624,7 +633,7 @@ static char **key_names(void) {
                 if (eq && g_ascii_isupper((*l)[0]))
                         g_ptr_array_add(keys, g_strndup(*l, (size_t) (eq - *l)));
         }
-        g_assert_cmpuint(keys->len, ==, 21);
+        g_assert_cmpuint(keys->len, ==, 22);
         g_ptr_array_add(keys, NULL);
         return (char **) g_ptr_array_free(g_steal_pointer(&keys), false);
 }

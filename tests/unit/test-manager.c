@@ -10,8 +10,10 @@
 #include <glib/gstdio.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "np-advice.h"
 #include "np-manager-actions.h"
 #include "np-manager.h"
 #include "np-placer.h"
@@ -250,6 +252,42 @@ static void scan_and_decide(Fixture *f) {
 static unsigned one_cpu_ticks(void) {
         double secs = (double) (g_get_monotonic_time() - last_scan) / 1e6 + 0.1;
         return (unsigned) (secs * (double) sysconf(_SC_CLK_TCK) + 0.5);
+}
+
+/* On one node of memory nothing is decided, but a process narrowed by
+ * someone else is shown foreign, its Decision naming its cgroup (a guest
+ * libvirt pinned); no longer narrowed, it is observed again. */
+static void test_one_node_foreign(Fixture *f, gconstpointer data) {
+        g_autofree char *status = fixture_path(f, "proc/4242/status");
+        g_autofree char *cgroup = fixture_path(f, "proc/4242/cgroup");
+        g_autofree char *orig = NULL;
+
+        g_assert_cmpuint(np_mask_weight(f->m->topology->with_memory), ==, 1);
+        g_assert_true(g_file_get_contents(status, &orig, NULL, NULL));
+        scan_and_decide(f);
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+        g_assert_true(p->significant);
+        g_assert_cmpint(p->state, ==, NP_PROC_OBSERVED);
+
+        GString *s = g_string_new(orig);
+        g_assert_cmpuint(g_string_replace(s, "Cpus_allowed_list:\t0-3", "Cpus_allowed_list:\t0", 1), ==, 1);
+        g_assert_true(g_file_set_contents(status, s->str, -1, NULL));
+        g_string_free(s, TRUE);
+        g_assert_true(
+                g_file_set_contents(cgroup, "3:cpuset:/machine/qemu-1-guest.libvirt-qemu/emulator\n0::/\n", -1, NULL));
+        set_utime(f, 184567); /* it ran: its details are read again */
+        scan_and_decide(f);
+        g_assert_cmpint(p->state, ==, NP_PROC_FOREIGN);
+        g_assert_cmpstr(p->decision, ==,
+                        "its CPUs or memory nodes were narrowed by someone else (cgroup "
+                        "/machine/qemu-1-guest.libvirt-qemu/emulator): left alone");
+
+        g_assert_true(g_file_set_contents(status, orig, -1, NULL));
+        set_utime(f, 184667);
+        scan_and_decide(f);
+        g_assert_cmpint(p->state, ==, NP_PROC_OBSERVED);
+        g_assert_cmpstr(p->decision, ==, "");
 }
 
 /* The follow-up scan (NP_FOLLOWUP_USEC) on a sequence of snapshots: a
@@ -576,6 +614,80 @@ static void test_peek(Fixture *f, gconstpointer data) {
         g_assert_false(np_manager_peek(f->m));
 }
 
+/* Replace the first match of `pattern` in proc/4242/<file> with `with`. */
+static void edit_bigdb(Fixture *f, const char *file, const char *pattern, const char *with) {
+        g_autofree char *rel = g_strdup_printf("proc/4242/%s", file);
+        g_autofree char *path = fixture_path(f, rel);
+        g_autofree char *text = NULL;
+        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+        g_autoptr(GRegex) re = g_regex_new(pattern, G_REGEX_MULTILINE, 0, NULL);
+        g_assert_true(g_regex_match(re, text, 0, NULL));
+        g_autofree char *out = g_regex_replace(re, text, -1, 0, with, 0, NULL);
+        g_assert_true(g_file_set_contents(path, out, -1, NULL));
+}
+
+/* Advice that reserves room, on the fixture through the real readers:
+ * answers are held (and recorded as a change), a second answer goes
+ * elsewhere, unprivileged callers are bounded; bigdb restarted after the
+ * answer and confined to its node (as libvirt confines a guest) takes the
+ * reservation up, which then holds what bigdb does not use there, and ends
+ * when bigdb exits. */
+static void test_advice_reserves(Fixture *f, gconstpointer data) {
+        g_autoptr(GError) e = NULL;
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        f->m->changes.manager = 0;
+        g_autoptr(NpMask) a = np_advice_give(f->m, 2.0, 1ull << 30, 0, &e);
+        g_assert_no_error(e);
+        g_assert_cmpuint(np_mask_weight(a), ==, 1);
+        g_assert_cmpuint(np_reservations_count(f->m->reservations), ==, 1);
+        g_assert_true(f->m->changes.manager & NP_MANAGER_RESERVATIONS);
+        g_autoptr(NpMask) b = np_advice_give(f->m, 2.0, 1ull << 30, 0, &e);
+        g_assert_nonnull(b);
+        g_assert_false(np_mask_intersects(a, b));
+        for (int i = 0; i < 6; i++) {
+                g_autoptr(NpMask) u = np_advice_give(f->m, 0.1, 1 << 20, 1000, &e);
+                g_assert_nonnull(u); /* answered, held or not */
+        }
+        g_assert_cmpuint(np_reservations_count(f->m->reservations), ==, 2 + NP_RESERVE_UNPRIV_MAX);
+
+        unsigned node = (unsigned) np_mask_first(a);
+        struct timespec ts;
+        g_assert_cmpint(clock_gettime(CLOCK_BOOTTIME, &ts), ==, 0);
+        unsigned ticks = (unsigned) ((ts.tv_sec + 1) * sysconf(_SC_CLK_TCK));
+        g_autofree char *start = g_strdup_printf(" %u ", ticks);
+        edit_bigdb(f, "stat", " 20481 ", start);
+        g_autofree char *cpus = g_strdup_printf("Cpus_allowed_list:\t%u-%u", node * 4, node * 4 + 3);
+        g_autofree char *mems = g_strdup_printf("Mems_allowed_list:\t%u", node);
+        edit_bigdb(f, "status", "^Cpus_allowed_list:.*$", cpus);
+        edit_bigdb(f, "status", "^Mems_allowed_list:.*$", mems);
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+        g_assert_true(p->significant);
+        uint64_t there = 0;
+        for (guint i = 0; i < p->maps.per_node->len; i++) {
+                const NpNodeBytes *nb = &g_array_index(p->maps.per_node, NpNodeBytes, i);
+                if (nb->node == node)
+                        there = nb->bytes;
+        }
+        g_assert_cmpuint(there, >, 0);
+        f->m->changes.manager = 0;
+        np_advice_settle(f->m);
+        g_assert_true(f->m->changes.manager & NP_MANAGER_RESERVATIONS);
+        const NpReservation *res = np_reservations_get(f->m->reservations, 0);
+        g_assert_cmpint(res->pid, ==, 4242);
+        g_assert_cmpuint(res->bytes, ==, (1ull << 30) - there);
+        g_assert_cmpint(np_reservations_get(f->m->reservations, 1)->pid, ==, 0);
+
+        /* bigdb exits: its reservation ends, the others stay */
+        g_autofree char *dir = fixture_path(f, "proc/4242");
+        remove_tree(dir);
+        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        np_advice_settle(f->m);
+        g_assert_cmpuint(np_reservations_count(f->m->reservations), ==, 1 + NP_RESERVE_UNPRIV_MAX);
+        g_assert_cmpint(np_reservations_get(f->m->reservations, 0)->pid, ==, 0);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
 #define ADD(path, tree, fn) g_test_add(path, Fixture, tree, setup, fn, teardown)
@@ -585,6 +697,7 @@ int main(int argc, char **argv) {
         ADD("/manager/refresh-replaces-details", "4node", test_refresh_replaces_details);
         ADD("/manager/settled-memory", "4node", test_settled_memory);
         ADD("/manager/idle-details", "4node", test_idle_details);
+        ADD("/manager/one-node-foreign", "nonuma", test_one_node_foreign);
         ADD("/manager/actions-do-not-scan", "2node", test_actions_do_not_scan);
         ADD("/manager/records-only-for-candidates", "2node", test_records_only_for_candidates);
         ADD("/manager/change-records", "2node", test_change_records);
@@ -592,6 +705,7 @@ int main(int argc, char **argv) {
         ADD("/manager/followup", "2node", test_followup);
         ADD("/manager/kernel-watch", "4node", test_kernel_watch);
         ADD("/manager/peek", "4node", test_peek);
+        ADD("/manager/advice-reserves", "4node", test_advice_reserves);
 #undef ADD
         return g_test_run();
 }

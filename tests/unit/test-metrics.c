@@ -29,6 +29,8 @@ static NpMetrics *sample_metrics(void) {
         s->placements[NP_PLACE_POLICY] = 5;
         s->placements[NP_PLACE_MANUAL] = 1;
         s->config_reload_errors = 1;
+        s->reservations = 2;
+        s->reserved_bytes = 629145600;
         return s;
 }
 
@@ -83,6 +85,8 @@ static void test_families(void) {
                 "numaplaced_process_locality_ratio",
                 "numaplaced_placements_total",
                 "numaplaced_config_reload_errors_total",
+                "numaplaced_reservations",
+                "numaplaced_reserved_bytes",
         };
         for (unsigned i = 0; i < G_N_ELEMENTS(expected); i++)
                 g_assert_true(g_hash_table_contains(type, expected[i]));
@@ -98,6 +102,8 @@ static void test_families(void) {
         g_assert_nonnull(strstr(text, "\nnumaplaced_processes{state=\"nofit\"} 0\n"));
         g_assert_nonnull(strstr(text, "\nnumaplaced_last_scan_duration_seconds 0.0125\n"));
         g_assert_nonnull(strstr(text, "backend=\"cpuset\""));
+        g_assert_nonnull(strstr(text, "\nnumaplaced_reservations 2\n"));
+        g_assert_nonnull(strstr(text, "\nnumaplaced_reserved_bytes 629145600\n"));
         g_assert_nonnull(strstr(text, "\nnumaplaced_last_scan_timestamp_seconds 1700000000.500\n"));
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "np-policy.h"
+#include "np-reserve.h"
 #include "np-sample.h"
 #include "np-topology.h"
 
@@ -21,6 +22,7 @@ typedef struct {
         guint n;
         NpPolicyProcess procs[16];
         GArray *per_node[16];
+        GArray *huge[16]; /* NpHugeBytes of procs[i], or NULL */
         NpMask *masks[64];
         guint n_masks;
         guint n_procs;
@@ -56,6 +58,9 @@ static void machine_clear(Machine *m) {
         for (guint i = 0; i < m->n_procs; i++)
                 if (m->per_node[i])
                         g_array_unref(m->per_node[i]);
+        for (guint i = 0; i < m->n_procs; i++)
+                if (m->huge[i])
+                        g_array_unref(m->huge[i]);
         for (guint i = 0; i < m->n_masks; i++)
                 np_mask_free(m->masks[i]);
 }
@@ -484,6 +489,36 @@ static void test_min_interval_and_holds(void) {
         machine_clear(&m);
 }
 
+/* A foreign process's Decision names its cgroup, where its cpuset can be
+ * read (libvirt's emulator cgroup of a pinned guest); not the root cgroup,
+ * which narrows nothing. A unit held foreign by one member names that
+ * member's cgroup. */
+static void test_foreign_names_cgroup(void) {
+        Machine m;
+        machine_init(&m, 4, 4, 4 * GiB);
+        NpPolicyProcess *p = process(&m, 100, 1.0, "0", (unsigned[]){ 0, 500, 0, 0 });
+        p->hold = NP_HOLD_FOREIGN;
+        p->cgroup = "/machine/qemu-1-guest.libvirt-qemu/emulator";
+        NpPolicyProcess *q = process(&m, 200, 1.0, "0", (unsigned[]){ 0, 500, 0, 0 });
+        q->hold = NP_HOLD_FOREIGN;
+        q->cgroup = "/";
+        NpPolicyProcess *r = process(&m, 300, 1.0, "0", (unsigned[]){ 0, 500, 0, 0 });
+        r->hold = NP_HOLD_FOREIGN;
+        NpPolicyProcess *a = process(&m, 400, 0.3, "0", (unsigned[]){ 0, 100, 0, 0 });
+        NpPolicyProcess *b = process(&m, 401, 0.3, "0", (unsigned[]){ 0, 100, 0, 0 });
+        a->group = b->group = 7;
+        a->cgroup = "/system.slice/db.service";
+        b->cgroup = "/system.slice/db.service/pinned";
+        b->hold = NP_HOLD_FOREIGN;
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_keep(d, 0, "narrowed by someone else (cgroup /machine/qemu-1-guest.libvirt-qemu/emulator): left alone");
+        assert_keep(d, 1, "narrowed by someone else: left alone");
+        assert_keep(d, 2, "narrowed by someone else: left alone");
+        assert_keep(d, 3, "(cgroup /system.slice/db.service/pinned)");
+        assert_keep(d, 4, "(cgroup /system.slice/db.service/pinned)");
+        machine_clear(&m);
+}
+
 /* Do no harm on a busy machine: four busy threads on the four 1-CPU nodes,
  * memory interleaved over them (all local), measured at only 1.77 CPUs
  * because the machine is busy and a foreign process fills node 1: its
@@ -870,22 +905,224 @@ static void test_advise(void) {
         machine_init(&m, 8, 2, 2 * GiB);
         m.nodes[0].mem_free = 200 * MiB;
         m.nodes[4].cpu_busy = 2.0;
-        bool fits = false;
-        g_autoptr(NpMask) a = np_policy_advise(m.nodes, m.n, NULL, 0, &m.params, 1.0, 1 * GiB, &fits);
-        g_assert_true(fits);
+        NpAdviceFit fit;
+        g_autoptr(NpMask) a = np_policy_advise(m.nodes, m.n, NULL, 0, &m.params, 1.0, 1 * GiB, &fit);
+        g_assert_true(fit.fits);
         g_assert_cmpuint(np_mask_weight(a), ==, 1);
         g_assert_false(np_mask_test(a, 0) || np_mask_test(a, 4));
         /* 3 GiB: two neighbours */
-        g_autoptr(NpMask) b = np_policy_advise(m.nodes, m.n, NULL, 0, &m.params, 1.0, 3 * GiB, &fits);
-        g_assert_true(fits);
+        g_autoptr(NpMask) b = np_policy_advise(m.nodes, m.n, NULL, 0, &m.params, 1.0, 3 * GiB, &fit);
+        g_assert_true(fit.fits);
         g_assert_cmpuint(np_mask_weight(b), ==, 2);
         int x = np_mask_first(b), y = np_mask_next(b, x);
         g_assert_cmpint(x < 4, ==, y < 4);
         /* more than the machine: the best it has, every node at most */
-        g_autoptr(NpMask) c = np_policy_advise(m.nodes, m.n, NULL, 0, &m.params, 64.0, 64 * GiB, &fits);
-        g_assert_false(fits);
+        g_autoptr(NpMask) c = np_policy_advise(m.nodes, m.n, NULL, 0, &m.params, 64.0, 64 * GiB, &fit);
+        g_assert_false(fit.fits);
+        g_assert_true(fit.beyond_machine);
         g_assert_nonnull(c);
         g_assert_cmpuint(np_mask_weight(c), ==, 8);
+        machine_clear(&m);
+}
+
+/* ---- advice with reservations (np-reserve.h) ------------------------------ */
+
+#define HOLD (60 * G_USEC_PER_SEC)
+
+/* The machine's processes, then the reservations as pseudo-processes. */
+static GArray *with_reservations(Machine *m, const NpReservations *r) {
+        GArray *a = g_array_new(FALSE, FALSE, sizeof(NpPolicyProcess));
+        g_array_append_vals(a, m->procs, m->n_procs);
+        np_reservations_to_procs(r, a);
+        return a;
+}
+
+/* Advise() as the daemon answers it at time `now`: the policy with the
+ * reservations held, then the answer held (by root) for HOLD. */
+static NpMask *advise_held(Machine *m, NpReservations *r, double cpus, uint64_t bytes, uint64_t now, NpAdviceFit *fit) {
+        g_autoptr(GArray) procs = with_reservations(m, r);
+        NpMask *set = np_policy_advise(m->nodes, m->n, (const NpPolicyProcess *) (void *) procs->data, procs->len,
+                                       &m->params, cpus, bytes, fit);
+        g_assert_nonnull(set);
+        NpReserveRequest q = { .made_usec = now, .now_usec = now, .hold_usec = HOLD, .privileged = true };
+        g_assert_cmpint(np_reservations_add(r, set, cpus, bytes, &q, NULL), ==, NP_RESERVE_HELD);
+        return set;
+}
+
+/* Four guests started at once (a host booting with autostarted guests):
+ * Advise(2 CPUs, 300 MB) four times before any of them runs gets four
+ * different nodes; once the reservations expired, the same node again. */
+static void test_advise_concurrent_reserved(void) {
+        Machine m;
+        machine_init(&m, 4, 4, 8 * GiB);
+        g_autoptr(NpReservations) r = np_reservations_new();
+        g_autoptr(NpMask) seen = np_mask_new();
+        g_autoptr(NpMask) first = NULL;
+        for (int i = 0; i < 4; i++) {
+                NpAdviceFit fit;
+                g_autoptr(NpMask) a = advise_held(&m, r, 2.0, 300 * MiB, 0, &fit);
+                g_assert_true(fit.fits);
+                g_assert_cmpuint(np_mask_weight(a), ==, 1);
+                g_assert_false(np_mask_intersects(a, seen));
+                np_mask_or(seen, a);
+                if (!first)
+                        first = np_mask_copy(a);
+        }
+        g_assert_cmpuint(np_mask_weight(seen), ==, 4);
+        g_assert_cmpuint(np_reservations_count(r), ==, 4);
+        /* a fifth: no node has 2 CPUs left at 85% alone */
+        NpAdviceFit fit;
+        g_autoptr(NpMask) fifth = advise_held(&m, r, 2.0, 300 * MiB, 0, &fit);
+        g_assert_cmpuint(np_mask_weight(fifth), ==, 2);
+
+        /* AdviceHoldSec= later they are gone: the first answer again */
+        g_assert_cmpuint(np_reservations_expire(r, HOLD - 1), ==, 0);
+        g_assert_cmpuint(np_reservations_expire(r, HOLD), ==, 5);
+        g_assert_cmpuint(np_reservations_count(r), ==, 0);
+        g_autoptr(NpMask) again = np_policy_advise(m.nodes, m.n, NULL, 0, &m.params, 2.0, 300 * MiB, &fit);
+        g_assert_true(np_mask_equal(again, first));
+        machine_clear(&m);
+}
+
+/* The scan's placements leave reserved room alone: a process that would
+ * go where its thread runs (node 0) goes to the one node no answer holds. */
+static void test_placement_leaves_reserved_room(void) {
+        Machine m;
+        machine_init(&m, 4, 4, 8 * GiB);
+        process(&m, 100, 2.0, "0", (unsigned[]){ 256, 256, 256, 256 });
+        g_autoptr(GPtrArray) d0 = decide(&m);
+        assert_move(d0, 0, "0");
+
+        g_autoptr(NpReservations) r = np_reservations_new();
+        NpReserveRequest q = { .hold_usec = HOLD, .privileged = true };
+        for (unsigned n = 0; n < 3; n++) {
+                g_autoptr(NpMask) one = np_mask_new();
+                np_mask_set(one, n);
+                g_assert_cmpint(np_reservations_add(r, one, 3.0, 1 * GiB, &q, NULL), ==, NP_RESERVE_HELD);
+        }
+        g_autoptr(GArray) procs = with_reservations(&m, r);
+        g_autoptr(GPtrArray) d =
+                np_policy_decide(m.nodes, m.n, (const NpPolicyProcess *) (void *) procs->data, procs->len, &m.params);
+        g_assert_cmpuint(d->len, ==, 4);
+        assert_move(d, 0, "3");
+        assert_keep(d, 1, "room on 0 held by an answer of Advise()");
+        machine_clear(&m);
+}
+
+/* A reservation whose guest showed up holds only what it does not use
+ * yet; the room comes back to the next answer when it covers it. */
+static void test_advise_reservation_taken_up(void) {
+        Machine m;
+        machine_init(&m, 2, 4, 4 * GiB);
+        g_autoptr(NpReservations) r = np_reservations_new();
+        NpAdviceFit fit;
+        g_autoptr(NpMask) a = advise_held(&m, r, 2.0, 3 * GiB, 1000, &fit);
+        g_assert_cmpuint(np_mask_weight(a), ==, 1);
+        unsigned node = (unsigned) np_mask_first(a);
+        /* its guest started after the answer, confined there, with all of
+         * its memory there: the reservation ends, the guest counts itself */
+        unsigned mb[2] = { 0, 0 };
+        mb[node] = 3 * 1024;
+        NpPolicyProcess *g = process(&m, 4000, 2.0, node ? "1" : "0", mb);
+        NpReserveUser u = { .pid = g->pid,
+                            .starttime = 7,
+                            .start_usec = 2000,
+                            .cpu_nodes = a,
+                            .mem_nodes = a,
+                            .per_node = g->per_node,
+                            .cpu = g->cpu };
+        bool changed = false;
+        g_assert_cmpuint(np_reservations_settle(r, &u, 1, &changed), ==, 1);
+        g_assert_true(changed);
+        g_assert_cmpuint(np_reservations_count(r), ==, 0);
+        /* the next 3 GiB job: the other node, since the guest is there */
+        g_autoptr(NpMask) b = advise_held(&m, r, 2.0, 3 * GiB, 3000, &fit);
+        g_assert_true(fit.fits);
+        g_assert_false(np_mask_equal(a, b));
+        machine_clear(&m);
+}
+
+/* Nodes of different sizes: a job goes where it fits, on one node when
+ * one holds it. */
+static void test_advise_uneven(void) {
+        Machine m;
+        machine_init(&m, 3, 4, 4 * GiB);
+        m.nodes[0].cpu_capacity = 16;
+        m.nodes[0].mem_total = m.nodes[0].mem_free = 32 * GiB;
+        NpAdviceFit fit;
+        g_autoptr(NpMask) a = np_policy_advise(m.nodes, m.n, NULL, 0, &m.params, 8.0, 8 * GiB, &fit);
+        g_assert_true(fit.fits);
+        g_autofree char *sa = np_mask_format(a);
+        g_assert_cmpstr(sa, ==, "0");
+        /* held, the big node still has room for a second; a third does not fit
+         * it and takes the two small ones */
+        g_autoptr(NpReservations) r = np_reservations_new();
+        g_autoptr(NpMask) b1 = advise_held(&m, r, 6.0, 6 * GiB, 0, &fit);
+        g_autoptr(NpMask) b2 = advise_held(&m, r, 6.0, 6 * GiB, 0, &fit);
+        g_autoptr(NpMask) b3 = advise_held(&m, r, 6.0, 6 * GiB, 0, &fit);
+        g_assert_true(fit.fits);
+        g_autofree char *s1 = np_mask_format(b1), *s2 = np_mask_format(b2), *s3 = np_mask_format(b3);
+        g_assert_cmpstr(s1, ==, "0");
+        g_assert_cmpstr(s2, ==, "0");
+        g_assert_cmpstr(s3, ==, "1-2");
+        machine_clear(&m);
+}
+
+/* A memory-only node is never the answer alone (a job runs somewhere), but
+ * adds its memory to a node with CPUs; a node without memory is never in an
+ * answer (libvirt's cpuset.mems could not take it). */
+static void test_advise_memonly_cpuonly(void) {
+        Machine m;
+        machine_init(&m, 3, 4, 8 * GiB);
+        m.nodes[2].cpu_capacity = 0;
+        m.nodes[2].mem_total = m.nodes[2].mem_free = 16 * GiB; /* the most room, no CPUs */
+        NpAdviceFit fit;
+        for (int cpus = 0; cpus <= 1; cpus++) {
+                g_autoptr(NpMask) a = np_policy_advise(m.nodes, m.n, NULL, 0, &m.params, cpus, 1 * GiB, &fit);
+                g_assert_true(fit.fits);
+                g_assert_cmpuint(np_mask_weight(a), ==, 1);
+                g_assert_false(np_mask_test(a, 2));
+        }
+        g_autoptr(NpMask) big = np_policy_advise(m.nodes, m.n, NULL, 0, &m.params, 2.0, 12 * GiB, &fit);
+        g_assert_true(fit.fits);
+        g_assert_cmpuint(np_mask_weight(big), ==, 2);
+        g_assert_true(np_mask_test(big, 2));
+        machine_clear(&m);
+
+        machine_init(&m, 2, 4, 16 * GiB);
+        m.nodes[1].mem_total = m.nodes[1].mem_free = 0; /* CPUs only */
+        g_autoptr(NpMask) b = np_policy_advise(m.nodes, m.n, NULL, 0, &m.params, 2.0, 1 * GiB, &fit);
+        g_assert_true(fit.fits);
+        g_autofree char *sb = np_mask_format(b);
+        g_assert_cmpstr(sb, ==, "0");
+        /* 6 CPUs: only node 0 can be answered, which is too small */
+        g_autoptr(NpMask) c = np_policy_advise(m.nodes, m.n, NULL, 0, &m.params, 6.0, 1 * GiB, &fit);
+        g_assert_false(fit.fits);
+        g_assert_true(fit.beyond_machine);
+        g_autofree char *sc = np_mask_format(c);
+        g_assert_cmpstr(sc, ==, "0");
+        machine_clear(&m);
+}
+
+/* Nothing has room now, although the machine is big enough: the nodes
+ * that come closest, as many as the job needs on the idle machine, near
+ * each other, with what they lack. */
+static void test_advise_closest(void) {
+        Machine m;
+        machine_init(&m, 4, 4, 8 * GiB); /* 6963 MiB at 85% a node */
+        m.nodes[0].mem_free = 1 * GiB;
+        m.nodes[1].mem_free = 1 * GiB;
+        m.nodes[2].mem_free = 6 * GiB; /* 4915 MiB of room */
+        m.nodes[3].mem_free = 2 * GiB; /* 819 MiB of room */
+        NpAdviceFit fit;
+        g_autoptr(NpMask) a = np_policy_advise(m.nodes, m.n, NULL, 0, &m.params, 2.0, 7 * GiB, &fit);
+        g_assert_false(fit.fits);
+        g_assert_false(fit.beyond_machine);
+        g_autofree char *s = np_mask_format(a);
+        g_assert_cmpstr(s, ==, "2-3");
+        g_assert_cmpfloat(fit.short_bytes / MiB, >, 1400);
+        g_assert_cmpfloat(fit.short_bytes / MiB, <, 1450);
+        g_assert_cmpfloat(fit.short_cpus, ==, 0);
         machine_clear(&m);
 }
 
@@ -959,6 +1196,160 @@ static void test_kernel_balancing(void) {
         machine_clear(&m);
 }
 
+/* ---- hugetlb pages: the nodes' pools ---------------------------------------- */
+
+#define HUGE_2M (2 * MiB)
+
+/* Node n gets a pool of `total` 2 MiB pages, `free` of them free (the
+ * pool is never free memory). */
+static void pool(Machine *m, guint n, unsigned total, unsigned free) {
+        NpPolicyNode *nd = &m->nodes[n];
+        nd->huge[0] = (NpHugePool){ .page_bytes = HUGE_2M, .free_pages = free };
+        nd->n_huge = 1;
+        nd->mem_free -= (uint64_t) total * HUGE_2M;
+}
+
+/* A process as process(), whose pages also include pages[n] 2 MiB hugetlb
+ * pages on node n (taken from the pools already: pool()'s `free` is
+ * after them). */
+static NpPolicyProcess *huge_process(Machine *m, int pid, double cpu, const char *running, const unsigned *mb,
+                                     const unsigned *pages) {
+        NpPolicyProcess *p = process(m, pid, cpu, running, mb);
+        guint i = m->n_procs - 1;
+        m->huge[i] = g_array_new(FALSE, FALSE, sizeof(NpHugeBytes));
+        for (guint n = 0; n < m->n; n++) {
+                if (!pages[n])
+                        continue;
+                NpHugeBytes h = { .node = n, .page_bytes = HUGE_2M, .bytes = (uint64_t) pages[n] * HUGE_2M };
+                g_array_append_val(m->huge[i], h);
+                guint k = 0;
+                while (k < m->per_node[i]->len && g_array_index(m->per_node[i], NpNodeBytes, k).node < n)
+                        k++;
+                if (k < m->per_node[i]->len && g_array_index(m->per_node[i], NpNodeBytes, k).node == n)
+                        g_array_index(m->per_node[i], NpNodeBytes, k).bytes += h.bytes;
+                else {
+                        NpNodeBytes nb = { n, h.bytes };
+                        g_array_insert_val(m->per_node[i], k, nb);
+                }
+                p->mem += h.bytes;
+        }
+        p->huge_per_node = m->huge[i];
+        return p;
+}
+
+/* The VM scenario: 300 MiB in 2 MiB pages interleaved over four nodes, its
+ * thread on node 0, whose pool (64 pages) cannot hold its 150 pages: it
+ * goes to a node whose pool can, never to node 0; with node 0's pool as big
+ * as the others, node 0 (where it runs) is the place. Hugetlb pages are
+ * not memory: 4 GiB nodes hold them in memory terms either way. */
+static void test_hugetlb_pool_too_small(void) {
+        static const unsigned pages[4] = { 38, 38, 37, 37 };
+        for (int big0 = 0; big0 < 2; big0++) {
+                Machine m;
+                machine_init(&m, 4, 4, 4 * GiB);
+                pool(&m, 0, big0 ? 200 : 64, (big0 ? 200 : 64) - 38);
+                for (guint n = 1; n < 4; n++)
+                        pool(&m, n, 200, 200 - pages[n]);
+                huge_process(&m, 100, 1.0, "0", (unsigned[]){ 4, 0, 0, 0 }, pages);
+                g_autoptr(GPtrArray) d = decide(&m);
+                if (big0) {
+                        assert_move(d, 0, "0");
+                } else {
+                        assert_move(d, 0, "1");
+                        g_assert_nonnull(strstr(dec(d, 0)->why, "228 MiB to move"));
+                }
+                machine_clear(&m);
+        }
+}
+
+/* No node's pool holds all 150 pages, two together do: a set of two
+ * neighbours, and its Decision says why one is not enough; pools with free
+ * pages on one node only, none beside its own on the others: left spread
+ * over every node rather than half moved. */
+static void test_hugetlb_bigger_set(void) {
+        static const unsigned pages[4] = { 38, 38, 37, 37 };
+        Machine m;
+        machine_init(&m, 4, 4, 4 * GiB);
+        for (guint n = 0; n < 4; n++)
+                pool(&m, n, 100, 100 - pages[n]);
+        huge_process(&m, 100, 1.0, "2", (unsigned[]){ 0, 0, 4, 0 }, pages);
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_move_why(d, 0, "2-3",
+                        "2 alone is too small (huge pages: its 300 MiB in 2048 kB pages, 200 MiB of them free there)");
+        machine_clear(&m);
+
+        machine_init(&m, 4, 4, 4 * GiB);
+        for (guint n = 0; n < 4; n++)
+                pool(&m, n, pages[n], 0);
+        huge_process(&m, 100, 1.0, "2", (unsigned[]){ 0, 0, 4, 0 }, pages);
+        g_autoptr(GPtrArray) d2 = decide(&m);
+        assert_keep(d2, 0, "need every node: left spread");
+        machine_clear(&m);
+}
+
+/* The pools are a ledger: two processes of 100 pages each that must leave
+ * node 0 (a pinned process uses its CPUs) where nodes 1 and 2 have 120 free
+ * pages each and node 3 10: one goes to 1, the other to 2 (node 1's pool
+ * cannot take both, though its CPUs and memory could), none to 3. */
+static void test_hugetlb_pools_ledger(void) {
+        Machine m;
+        machine_init(&m, 4, 4, 4 * GiB);
+        pool(&m, 0, 200, 0);
+        pool(&m, 1, 120, 120);
+        pool(&m, 2, 120, 120);
+        pool(&m, 3, 10, 10);
+        NpPolicyProcess *hog = process(&m, 50, 4.0, "0", (unsigned[]){ 100, 0, 0, 0 });
+        hog->hold = NP_HOLD_PINNED;
+        hog->current = mask(&m, "0");
+        huge_process(&m, 100, 1.0, "0", (unsigned[]){ 8, 0, 0, 0 }, (unsigned[]){ 100, 0, 0, 0 });
+        huge_process(&m, 101, 1.0, "0", (unsigned[]){ 4, 0, 0, 0 }, (unsigned[]){ 100, 0, 0, 0 });
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_keep(d, 0, "pinned");
+        assert_move(d, 1, "1");
+        assert_move(d, 2, "2");
+        machine_clear(&m);
+}
+
+/* Nowhere to go (every node's CPUs taken by pinned processes): NOFIT, and
+ * the Decision says its huge pages need free huge pages of their size. */
+static void test_hugetlb_nofit(void) {
+        Machine m;
+        machine_init(&m, 4, 4, 4 * GiB);
+        for (guint n = 0; n < 4; n++) {
+                pool(&m, n, 100, n == 0 ? 0 : 100);
+                g_autofree char *on = g_strdup_printf("%u", n);
+                NpPolicyProcess *hog = process(&m, 50 + (int) n, 4.0, on, (unsigned[]){ 0, 0, 0, 0 });
+                hog->hold = NP_HOLD_PINNED;
+                hog->current = mask(&m, on);
+        }
+        huge_process(&m, 100, 1.0, "1", (unsigned[]){ 4, 0, 0, 0 }, (unsigned[]){ 100, 0, 0, 0 });
+        g_autoptr(GPtrArray) d = decide(&m);
+        g_assert_cmpint(dec(d, 4)->kind, ==, NP_DECISION_NOFIT);
+        g_assert_nonnull(strstr(dec(d, 4)->why,
+                                "204 MiB (200 MiB of it in hugetlb pages, which need free huge "
+                                "pages of their size) at TargetUtilization=85%: left where it is"));
+        machine_clear(&m);
+}
+
+/* Anonymous memory and hugetlb pages in one process: its 2 GiB of anonymous
+ * memory count against memory (node 3 has not the room), its 150 huge pages
+ * against the pools (node 2's is full): node 0 holds both, the pages of both
+ * kinds move. */
+static void test_hugetlb_mixed(void) {
+        static const unsigned pages[4] = { 38, 38, 37, 37 };
+        Machine m;
+        machine_init(&m, 4, 4, 4 * GiB);
+        for (guint n = 0; n < 4; n++)
+                pool(&m, n, n == 2 ? pages[n] : 200, n == 2 ? 0 : 200 - pages[n]);
+        m.nodes[3].mem_free -= 2 * GiB; /* others' memory */
+        huge_process(&m, 100, 1.0, "2", (unsigned[]){ 0, 0, 2048, 0 }, pages);
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_move(d, 0, "0");
+        /* 2 GiB of anonymous memory and 112 of its 150 pages */
+        g_assert_nonnull(strstr(dec(d, 0)->why, "2272 MiB to move"));
+        machine_clear(&m);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/policy/one-node-where-memory-is", test_one_node_where_memory_is);
@@ -979,6 +1370,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/do-no-harm", test_do_no_harm);
         g_test_add_func("/policy/locality-good", test_locality_good);
         g_test_add_func("/policy/min-interval-and-holds", test_min_interval_and_holds);
+        g_test_add_func("/policy/foreign-names-cgroup", test_foreign_names_cgroup);
         g_test_add_func("/policy/placed-stays-then-grows", test_placed_stays_then_grows);
         g_test_add_func("/policy/placed-stuck-pages", test_placed_stuck_pages);
         g_test_add_func("/policy/failed-move-backs-off", test_failed_move_backs_off);
@@ -986,9 +1378,20 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/no-move-back", test_no_move_back);
         g_test_add_func("/policy/moves-need-free-memory-now", test_moves_need_free_memory_now);
         g_test_add_func("/policy/advise", test_advise);
+        g_test_add_func("/policy/advise-concurrent-reserved", test_advise_concurrent_reserved);
+        g_test_add_func("/policy/placement-leaves-reserved-room", test_placement_leaves_reserved_room);
+        g_test_add_func("/policy/advise-reservation-taken-up", test_advise_reservation_taken_up);
+        g_test_add_func("/policy/advise-uneven", test_advise_uneven);
+        g_test_add_func("/policy/advise-memonly-cpuonly", test_advise_memonly_cpuonly);
+        g_test_add_func("/policy/advise-closest", test_advise_closest);
         g_test_add_func("/policy/local-spread-not-squeezed", test_local_spread_not_squeezed);
         g_test_add_func("/policy/unit-as-one", test_unit_as_one);
         g_test_add_func("/policy/unit-summed-demand", test_unit_summed_demand);
         g_test_add_func("/policy/unit-holds", test_unit_holds);
+        g_test_add_func("/policy/hugetlb-pool-too-small", test_hugetlb_pool_too_small);
+        g_test_add_func("/policy/hugetlb-bigger-set", test_hugetlb_bigger_set);
+        g_test_add_func("/policy/hugetlb-pools-ledger", test_hugetlb_pools_ledger);
+        g_test_add_func("/policy/hugetlb-mixed", test_hugetlb_mixed);
+        g_test_add_func("/policy/hugetlb-nofit", test_hugetlb_nofit);
         return g_test_run();
 }

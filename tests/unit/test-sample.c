@@ -99,7 +99,7 @@ static void test_sample_nodes_4node(void) {
         g_autoptr(GArray) ticks = g_array_new(FALSE, FALSE, sizeof(NpCpuTicks));
         g_autoptr(GArray) out = g_array_new(FALSE, FALSE, sizeof(NpNodeSample));
 
-        g_assert_cmpint(np_sample_nodes(t, true, NULL, ticks, out), ==, 0);
+        g_assert_cmpint(np_sample_nodes(t, true, NULL, ticks, out, NULL), ==, 0);
         g_assert_cmpuint(out->len, ==, 4);
         g_assert_cmpuint(ticks->len, ==, 16);
         /* fixture README: busy = 14062 + 192c, total = busy + 200300 + 918c */
@@ -127,7 +127,7 @@ static void test_sample_nodes_4node(void) {
                 p->total -= 100;
         }
         g_autoptr(GArray) ticks2 = g_array_new(FALSE, FALSE, sizeof(NpCpuTicks));
-        g_assert_cmpint(np_sample_nodes(t, false, prev, ticks2, out), ==, 0);
+        g_assert_cmpint(np_sample_nodes(t, false, prev, ticks2, out, NULL), ==, 0);
         for (unsigned i = 0; i < 4; i++) {
                 const NpNodeSample *s = &g_array_index(out, NpNodeSample, i);
                 g_assert_cmpfloat_with_epsilon(s->cpu_busy, 1.6, 1e-9);
@@ -136,7 +136,7 @@ static void test_sample_nodes_4node(void) {
 
         /* unchanged ticks (a static fixture) give 0, and counters that went
          * backwards (iowait on NOHZ, hotplug) never give a negative or >1 value */
-        g_assert_cmpint(np_sample_nodes(t, true, ticks, NULL, out), ==, 0);
+        g_assert_cmpint(np_sample_nodes(t, true, ticks, NULL, out, NULL), ==, 0);
         for (unsigned i = 0; i < 4; i++)
                 g_assert_cmpfloat(g_array_index(out, NpNodeSample, i).cpu_busy, ==, 0.0);
         g_autoptr(GArray) weird = g_array_copy(ticks);
@@ -145,7 +145,7 @@ static void test_sample_nodes_4node(void) {
         g_array_index(weird, NpCpuTicks, 2).busy -= 500; /* busy delta > total delta */
         g_array_index(weird, NpCpuTicks, 2).total -= 100;
         g_array_set_size(weird, 3); /* CPUs 3.. unknown */
-        g_assert_cmpint(np_sample_nodes(t, true, weird, NULL, out), ==, 0);
+        g_assert_cmpint(np_sample_nodes(t, true, weird, NULL, out, NULL), ==, 0);
         g_assert_cmpfloat(sample_of(out, 0)->cpu_busy, ==, 1.0);
         g_assert_cmpfloat(sample_of(out, 1)->cpu_busy, ==, 0.0);
         np_sysroot_set(NULL);
@@ -181,6 +181,13 @@ static void test_sample_gained(void) {
         g_assert_true(np_sample_gained(before, now, 270 * M, 0.4, 0));
         g_assert_false(np_sample_gained(before, now, 270 * M, 0.4, 0.7));
         g_assert_false(np_sample_gained(before, now, 270 * M, 0, 0));
+        /* a process takes 300 MB of a node's pool of 2 MB pages: meminfo
+         * counted the pool as used already */
+        g_array_index(before, NpNodeSample, 1).n_huge = 1;
+        g_array_index(before, NpNodeSample, 1).huge[0] = (NpHugePool){ .page_bytes = 2 * M, .free_pages = 200 };
+        g_array_index(now, NpNodeSample, 1).n_huge = 1;
+        g_array_index(now, NpNodeSample, 1).huge[0] = (NpHugePool){ .page_bytes = 2 * M, .free_pages = 50 };
+        g_assert_true(np_sample_gained(before, now, 270 * M, 0, 0));
         g_assert_false(np_sample_gained(NULL, now, 270 * M, 0.4, 0));
 }
 
@@ -188,7 +195,7 @@ static void test_sample_nodes_special(void) {
         g_autoptr(GArray) out = g_array_new(FALSE, FALSE, sizeof(NpNodeSample));
         {
                 g_autoptr(NpTopology) t = load_tree("cpuonly");
-                g_assert_cmpint(np_sample_nodes(t, true, NULL, NULL, out), ==, 0);
+                g_assert_cmpint(np_sample_nodes(t, true, NULL, NULL, out, NULL), ==, 0);
                 g_assert_cmpuint(out->len, ==, 2);
                 const NpNodeSample *s = sample_of(out, 1);
                 g_assert_cmpuint(s->mem_total_bytes, ==, 0);
@@ -197,7 +204,7 @@ static void test_sample_nodes_special(void) {
         }
         {
                 g_autoptr(NpTopology) t = load_tree("memonly");
-                g_assert_cmpint(np_sample_nodes(t, true, NULL, NULL, out), ==, 0);
+                g_assert_cmpint(np_sample_nodes(t, true, NULL, NULL, out, NULL), ==, 0);
                 const NpNodeSample *s = sample_of(out, 2);
                 g_assert_cmpuint(s->mem_total_bytes, ==, 16 * GIB);
                 g_assert_cmpuint(s->mem_free_bytes, ==, 15728640 * KIB);
@@ -206,7 +213,7 @@ static void test_sample_nodes_special(void) {
         }
         {
                 g_autoptr(NpTopology) t = load_tree("sparse");
-                g_assert_cmpint(np_sample_nodes(t, true, NULL, NULL, out), ==, 0);
+                g_assert_cmpint(np_sample_nodes(t, true, NULL, NULL, out, NULL), ==, 0);
                 g_assert_cmpuint(out->len, ==, 5);
                 const NpNodeSample *s = &g_array_index(out, NpNodeSample, 4);
                 g_assert_cmpuint(s->id, ==, 70);
@@ -215,7 +222,7 @@ static void test_sample_nodes_special(void) {
         }
         {
                 g_autoptr(NpTopology) t = load_tree("nonuma");
-                g_assert_cmpint(np_sample_nodes(t, true, NULL, NULL, out), ==, 0);
+                g_assert_cmpint(np_sample_nodes(t, true, NULL, NULL, out, NULL), ==, 0);
                 g_assert_cmpuint(out->len, ==, 1);
                 const NpNodeSample *s = sample_of(out, 0);
                 g_assert_cmpuint(s->mem_total_bytes, ==, 8159924 * KIB);
@@ -617,6 +624,147 @@ static void test_numa_maps_truncated(void) {
 
 /* ---- pids ---------------------------------------------------------------- */
 
+/* ---- hugetlb ----------------------------------------------------------------- */
+
+static void test_hugetlb_pools_4node(void) {
+        g_autoptr(NpTopology) t = load_tree("4node");
+        g_assert_cmpuint(t->n_huge_sizes, ==, 2);
+        g_assert_cmpuint(t->huge_sizes[0], ==, 2 * MIB);
+        g_assert_cmpuint(t->huge_sizes[1], ==, GIB);
+        g_autoptr(GArray) out = g_array_new(FALSE, FALSE, sizeof(NpNodeSample));
+        NpHugeSample h;
+        g_assert_cmpint(np_sample_nodes(t, true, NULL, NULL, out, &h), ==, 0);
+        /* fixture README: 2 MiB pools 128/512/256/256 pages, 128 and 512
+         * free on nodes 0 and 1; one 1 GiB page on node 3, taken */
+        g_assert_true(h.in_use);
+        g_assert_cmpuint(h.used_pages, ==, 128 + 512 + 256 + 256 + 1 - 640);
+        static const uint64_t free_2m[] = { 128, 512, 0, 0 };
+        for (unsigned n = 0; n < 4; n++) {
+                const NpNodeSample *s = sample_of(out, n);
+                g_assert_cmpuint(s->n_huge, ==, 2);
+                g_assert_cmpuint(s->huge[0].page_bytes, ==, 2 * MIB);
+                g_assert_cmpuint(s->huge[0].free_pages, ==, free_2m[n]);
+                g_assert_cmpuint(s->huge[1].page_bytes, ==, GIB);
+                g_assert_cmpuint(s->huge[1].free_pages, ==, 0);
+        }
+        np_sysroot_set(NULL);
+
+        /* sizes without pages anywhere: no pool, nothing in use */
+        g_autoptr(NpTopology) t2 = load_tree("2node");
+        g_assert_cmpuint(t2->n_huge_sizes, ==, 2);
+        g_assert_cmpint(np_sample_nodes(t2, true, NULL, NULL, out, &h), ==, 0);
+        g_assert_false(h.in_use);
+        g_assert_cmpuint(h.used_pages, ==, 0);
+        g_assert_cmpuint(sample_of(out, 0)->n_huge, ==, 0);
+        np_sysroot_set(NULL);
+
+        /* a kernel without hugetlb (no /sys/kernel/mm/hugepages): no sizes */
+        g_autoptr(NpTopology) t3 = load_tree("nonuma");
+        g_assert_cmpuint(t3->n_huge_sizes, ==, 0);
+        np_sysroot_set(NULL);
+}
+
+static void test_hugetlb_status(void) {
+        uint64_t b = 1;
+        g_assert_cmpint(np_parse_status_hugetlb("VmRSS:\t 100 kB\nHugetlbPages:\t  307200 kB\nThreads:\t1\n", &b), ==,
+                        0);
+        g_assert_cmpuint(b, ==, 300 * MIB);
+        g_assert_cmpint(np_parse_status_hugetlb("HugetlbPages:\t       0 kB", &b), ==, 0);
+        g_assert_cmpuint(b, ==, 0);
+        b = 1;
+        g_assert_cmpint(np_parse_status_hugetlb("Name:\tx\nVmRSS:\t1 kB\n", &b), ==, 0); /* older kernel */
+        g_assert_cmpuint(b, ==, 0);
+        static const char *const bad[] = { "HugetlbPages:\t12\n", "HugetlbPages:\t-1 kB\n", "HugetlbPages:\tkB\n",
+                                           "HugetlbPages:\t99999999999999999999 kB\n", "HugetlbPages:\t12 MB\n" };
+        for (size_t i = 0; i < G_N_ELEMENTS(bad); i++)
+                g_assert_cmpint(np_parse_status_hugetlb(bad[i], &b), ==, -EINVAL);
+
+        /* the full parser and the fixture: hugeapp's 2 GiB, none for the others */
+        use_tree("4node");
+        static const struct {
+                int pid;
+                uint64_t bytes;
+        } want[] = { { 6000, 2 * GIB }, { 4242, 0 }, { 2, 0 } };
+        for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+                g_autofree char *buf = NULL;
+                g_assert_cmpint(np_read_filef(&buf, NULL, "/proc/%d/status", want[i].pid), ==, 0);
+                NpPidStatus st;
+                g_assert_cmpint(np_parse_pid_status(buf, &st), ==, 0);
+                g_assert_cmpuint(st.hugetlb_bytes, ==, want[i].bytes);
+                np_pid_status_clear(&st);
+                g_assert_cmpint(np_parse_status_hugetlb(buf, &b), ==, 0);
+                g_assert_cmpuint(b, ==, want[i].bytes);
+        }
+        /* mapped size: stat vsize holds the hugetlb mapping, rss does not */
+        NpPidStat ps;
+        g_assert_cmpint(np_read_pid_stat(6000, &ps), ==, 0);
+        g_assert_cmpuint(ps.vsize, >=, 2 * GIB);
+        g_assert_cmpuint((uint64_t) ps.rss_pages * 4096, ==, 64 * MIB);
+        np_sysroot_set(NULL);
+}
+
+/* numa_maps of hugetlb memory as each kind of mapping shows it: anonymous
+ * MAP_HUGETLB, a file on hugetlbfs (a guest's RAM), a memfd with
+ * MFD_HUGETLB; by node and page size. */
+static void test_hugetlb_numa_maps(void) {
+        static const char maps[] =
+                "7f4c00000000 default file=/anon_hugepage\\040(deleted) huge anon=150 dirty=150 N0=75 N1=75 "
+                "kernelpagesize_kB=2048\n"
+                "7f5000000000 bind:1 file=/dev/hugepages/guest-ram huge dirty=100 mapmax=2 N1=100 "
+                "kernelpagesize_kB=2048\n"
+                "7f6000000000 default file=/memfd:guest\\040(deleted) huge dirty=1 N3=1 kernelpagesize_kB=1048576\n"
+                "7f7000000000 default anon=256 dirty=256 N0=256 kernelpagesize_kB=4\n";
+        NpNumaMaps m;
+        g_assert_cmpint(np_parse_numa_maps(maps, &m), ==, 0);
+        g_assert_cmpuint(m.huge_bytes, ==, 250 * 2 * MIB + GIB);
+        g_assert_cmpuint(m.total_bytes, ==, m.huge_bytes + MIB);
+        g_assert_nonnull(m.huge_per_node);
+        g_assert_cmpuint(m.huge_per_node->len, ==, 3);
+        const NpHugeBytes *h = (const NpHugeBytes *) (void *) m.huge_per_node->data;
+        g_assert_cmpuint(h[0].page_bytes, ==, 2 * MIB);
+        g_assert_cmpuint(h[0].node, ==, 0);
+        g_assert_cmpuint(h[0].bytes, ==, 150 * MIB);
+        g_assert_cmpuint(h[1].node, ==, 1);
+        g_assert_cmpuint(h[1].bytes, ==, 350 * MIB);
+        g_assert_cmpuint(h[2].page_bytes, ==, GIB);
+        g_assert_cmpuint(h[2].node, ==, 3);
+        g_assert_cmpuint(np_numa_maps_node_bytes(&m, 0), ==, 151 * MIB);
+        NpNumaMaps c;
+        np_numa_maps_copy(&m, &c);
+        g_assert_cmpuint(c.huge_per_node->len, ==, 3);
+        g_assert_true(c.huge_per_node != m.huge_per_node);
+        np_numa_maps_clear(&c);
+        np_numa_maps_clear(&m);
+        np_numa_maps_clear(&m); /* idempotent */
+
+        g_assert_cmpint(np_parse_numa_maps("7f7000000000 default anon=1 N0=1 kernelpagesize_kB=4\n", &m), ==, 0);
+        g_assert_null(m.huge_per_node);
+        np_numa_maps_clear(&m);
+}
+
+/* The proc table counts hugetlb pages against the threshold while a pool
+ * is in use: hugeapp (64 MiB resident, 2 GiB in huge pages) reaches 300M;
+ * with no pool in use nothing is read and it does not. */
+static void test_hugetlb_proc_table(void) {
+        use_tree("4node");
+        g_autoptr(NpProcTable) tab = np_proc_table_new(64);
+        for (int in_use = 1; in_use >= 0; in_use--) {
+                np_proc_table_watch_hugetlb(tab, in_use, false);
+                g_assert_cmpint(np_proc_table_scan(tab, 300 * MIB, NULL, NULL), >, 0);
+                const NpProcEntry *e = np_proc_table_lookup(tab, 6000);
+                g_assert_nonnull(e);
+                g_assert_cmpuint(e->rss_bytes, ==, 64 * MIB);
+                g_assert_cmpuint(e->hugetlb_bytes, ==, in_use ? 2 * GIB : 0);
+                g_assert_cmpuint(np_proc_entry_memory(e) >= 300 * MIB, ==, in_use);
+                /* bigdb is resident: never looked at */
+                g_assert_cmpuint(np_proc_table_lookup(tab, 4242)->hugetlb_bytes, ==, 0);
+        }
+        NpProcTableStats st;
+        np_proc_table_stats(tab, &st);
+        g_assert_cmpuint(st.hugetlb_looks, ==, 1);
+        np_sysroot_set(NULL);
+}
+
 static void test_list_pids(void) {
         use_tree("4node");
         g_autoptr(GArray) pids = np_list_pids();
@@ -649,5 +797,9 @@ int main(int argc, char **argv) {
         g_test_add_func("/sample/numa-maps-parse", test_numa_maps_parse);
         g_test_add_func("/sample/numa-maps-truncated", test_numa_maps_truncated);
         g_test_add_func("/sample/list-pids", test_list_pids);
+        g_test_add_func("/sample/hugetlb-pools-4node", test_hugetlb_pools_4node);
+        g_test_add_func("/sample/hugetlb-status", test_hugetlb_status);
+        g_test_add_func("/sample/hugetlb-numa-maps", test_hugetlb_numa_maps);
+        g_test_add_func("/sample/hugetlb-proc-table", test_hugetlb_proc_table);
         return g_test_run();
 }

@@ -174,7 +174,7 @@ static void test_16node(void) {
         g_autoptr(GArray) ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
         g_autoptr(GArray) s = g_array_new(FALSE, TRUE, sizeof(NpNodeSample));
         use_tree("16node");
-        g_assert_cmpint(np_sample_nodes(t, true, NULL, ticks, s), ==, 0);
+        g_assert_cmpint(np_sample_nodes(t, true, NULL, ticks, s, NULL), ==, 0);
         np_sysroot_set(NULL);
         g_assert_cmpuint(ticks->len, ==, 512);
         g_assert_cmpuint(s->len, ==, 16);
@@ -213,7 +213,7 @@ static void test_32node_sparse(void) {
         g_autoptr(GArray) ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
         g_autoptr(GArray) s = g_array_new(FALSE, TRUE, sizeof(NpNodeSample));
         use_tree("32node");
-        g_assert_cmpint(np_sample_nodes(t, false, NULL, ticks, s), ==, 0);
+        g_assert_cmpint(np_sample_nodes(t, false, NULL, ticks, s, NULL), ==, 0);
         g_assert_cmpuint(ticks->len, ==, 1024);
         g_assert_cmpuint(s->len, ==, 32);
         const NpNodeSample *last = &g_array_index(s, NpNodeSample, 31);
@@ -222,7 +222,7 @@ static void test_32node_sparse(void) {
         g_assert_cmpuint(last->mem_free_bytes, ==, (4194304 + 32768 * 31) * KIB);
         /* second sample against the first: static ticks, so nothing busy */
         g_autoptr(GArray) ticks2 = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
-        g_assert_cmpint(np_sample_nodes(t, false, ticks, ticks2, s), ==, 0);
+        g_assert_cmpint(np_sample_nodes(t, false, ticks, ticks2, s, NULL), ==, 0);
         np_sysroot_set(NULL);
         for (guint i = 0; i < s->len; i++)
                 g_assert_cmpfloat(g_array_index(s, NpNodeSample, i).cpu_busy, ==, 0.0);

@@ -30,11 +30,15 @@ import npvm  # noqa: E402
 
 TOPO = npvm.Topology(4, mem_mb=512, cpus=1)
 
+# AdviceHoldSec=0: the memory scenario's Advise() calls are questions about
+# the ledger, not guests about to start; held, the first answer's room would
+# be taken from the second and from the placement that follows.
 CONF = """[Daemon]
 Mode=enforce
 [Placement]
 MinProcessCPU=0.2
 MinProcessMemory=100M
+AdviceHoldSec=0
 """
 
 COMMON = r"""

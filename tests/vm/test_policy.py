@@ -38,6 +38,18 @@ node, cgroup v1), at default settings unless a scenario says otherwise.
               a peek between the stretched scans sees its memory and brings
               the scan forward; placed on one node (>= 95% of its pages);
               the seconds from its start to its placement are printed
+  hugetlb     2 MB pages reserved on every node, node 0's pool (64 pages)
+              too small for a busy process whose 320 MB are hugetlb pages
+              (np-workload --hugetlb under numactl --interleave=all): it is
+              significant (MemoryBytes counts its huge pages), placed within
+              3 scans of becoming significant on one node other than 0 with
+              >= 95% of its huge pages there; no Decision or placement ever
+              names node 0
+  hugetlb-file  the same with the memory in a file on hugetlbfs mapped
+              shared (np-workload --hugetlb-file), as a guest's RAM, started
+              under numactl --preferred=0: node 0's pool (100 pages) filled,
+              the other 60 pages on node 1; node 0, which holds the most of
+              its pages, cannot take the rest: placed on node 1
 
 Run one: python3 tests/vm/test_policy.py converge
 """
@@ -616,6 +628,92 @@ def check_rate(t, res):
     t.check(res.int("during.scans") is not None, "a property read answered during the move")
     t.eq(res.get("during.placed"), "0", "the reads answered before the first placement ended")
     check_placed_alone(t, res, ["a", "b"], "rate")
+
+
+# ---- hugetlb pages: the pools (issue 24) ------------------------------------
+
+HUGE_POOL = "/sys/devices/system/node/node$n/hugepages/hugepages-2048kB"
+
+
+def hugetlb_script(node0, setup, alloc, args):
+    """The hugetlb scenarios' script: `node0` 2 MB pages on node 0, 170
+    (340 MB) on nodes 1-3, so that the workload's 160 pages fit any of 1-3
+    and never node 0; then `setup`, and np-workload ARGS under numactl ALLOC."""
+    return r"""
+for n in 0 1 2 3; do
+	if [ $n = 0 ]; then want=""" + str(node0) + r"""; else want=170; fi
+	echo $want > """ + HUGE_POOL + r"""/nr_hugepages
+done
+np_result pools $(for n in 0 1 2 3; do cat """ + HUGE_POOL + r"""/nr_hugepages; done)
+""" + setup + r"""
+rm -f /tmp/h
+numactl """ + alloc + r""" np-workload --ready-file /tmp/h --mb 320 """ + args + r""" --sweep --duty 30 --no-pin \
+	> /tmp/h.out 2>&1 &
+h=$!
+np_wait_file /tmp/h 60 || { cat /tmp/h.out; exit 1; }
+np_result pid.h $h
+np_result maps "$(grep ' huge ' /proc/$h/numa_maps | head -n 1)"
+np_result rss.kb $(awk '/^VmRSS/ { print $2 }' /proc/$h/status)
+np_result before.kb $(np_numa_kb $h ' huge ')
+np_wait_for 240 all_placed $h
+np_result after.kb $(np_numa_kb $h ' huge ')
+np_result memory $(pprop $h MemoryBytes)
+np_result decision "$(pprop $h Decision)"
+np_result pools.free $(for n in 0 1 2 3; do cat """ + HUGE_POOL + r"""/free_hugepages; done)
+states $h
+"""
+
+
+# interleaved over the four nodes (40 pages each); node 0's pool (64 pages)
+# cannot hold the 160
+@scenario("hugetlb", script=hugetlb_script(64, "", "--interleave=all", "--hugetlb"), timeout=600)
+def check_hugetlb_anon(t, res):
+    before = res.node_kb("before.kb")
+    t.check(sum(1 for v in before.values() if v) >= 3, f"allocated interleaved ({before})")
+    check_hugetlb(t, res, "64 170 170 170", "file=/anon_hugepage")
+
+
+# a guest's RAM: a file on hugetlbfs, mapped shared, started preferring node
+# 0, whose pool (100 pages) it fills; the other 60 pages come from node 1
+# (the nearest). Node 0 holds most of its pages, but its pool cannot take
+# the rest: the policy must not choose it (by pages already there it
+# would), and picks node 1, which holds the most of the others
+@scenario("hugetlb-file", script=hugetlb_script(100, "mkdir -p /dev/hugepages && mount -t hugetlbfs none /dev/hugepages",
+                                                "--preferred=0", "--hugetlb-file /dev/hugepages/guest-ram"),
+          timeout=600)
+def check_hugetlb_file(t, res):
+    before = res.node_kb("before.kb")
+    t.eq(before, {0: 200 * 1024, 1: 120 * 1024, 2: 0, 3: 0}, "node 0's pool filled, the rest on node 1")
+    target = check_hugetlb(t, res, "100 170 170 170", "file=/dev/hugepages/guest-ram")
+    t.eq(target, 1, "placed on node 1: the most of its pages among the nodes whose pools hold it")
+
+
+def check_hugetlb(t, res, pools, mapping):
+    t.eq(res.get("pools"), pools, "the pools were reserved")
+    t.check(mapping in (res.get("maps") or ""), f"numa_maps shows {mapping} ({res.get('maps')!r})")
+    before = res.node_kb("before.kb")
+    t.eq(sum(before.values()), 320 * 1024, "320 MB in huge pages")
+    t.check(res.int("rss.kb") < 64 * 1024, f"its huge pages are not resident memory (VmRSS {res.get('rss.kb')} kB)")
+    t.check(int((res.get("memory") or "0").split()[-1]) >= 320 << 20,
+            f"MemoryBytes counts its huge pages ({res.get('memory')})")
+    targets = check_placed_alone(t, res, ["h"], "hugetlb")
+    target = targets[0] if targets else None
+    t.check(target not in (None, 0), f"placed on a node whose pool holds it, not node 0 ({target})")
+    after = res.node_kb("after.kb")
+    if target is not None:
+        share = local_share(after, target)
+        t.check(share >= 0.95, f">= 95% of its huge pages on node {target} ({share:.1%}: {after})")
+    pid = res.int("pid.h")
+    named = []
+    for line in res.all("mon") + res.all("numaplaced.log"):
+        if str(pid) not in line:
+            continue
+        for m in re.finditer(r"(?:place on|on nodes) ([0-9][0-9,-]*)", line):
+            named.append(m.group(1))
+    t.check(named and all("0" not in re.split(r"[,-]", x) for x in named),
+            f"no Decision or placement names node 0 ({sorted(set(named))})")
+    print(f"  ..   decision: {res.get('decision')}; free pages after: {res.get('pools.free')}")
+    return target
 
 
 def main(name):
