@@ -246,8 +246,9 @@ def report(args, results):
             parts = []
             for label, key in (("MB moved", "migrated_mb"), ("placer CPU", "placer_cpu_s")):
                 a, b = npr.get(key), o.get(key)
-                # a ratio to next to nothing says nothing
-                parts.append(f"{label} {a / b:.2f}" if a is not None and b and b >= 1 else f"{label} n/a")
+                # a ratio to next to nothing moved says nothing
+                ok = a is not None and b and (b >= 1 or key != "migrated_mb")
+                parts.append(f"{label} {a / b:.2f}" if ok else f"{label} n/a")
             lo_np = sum(1 for x in GUESTS if npr["guests"][x]["local_s"] is not None)
             lo_o = sum(1 for x in GUESTS if o["guests"][x]["local_s"] is not None)
             parts.append(f"guests made local {lo_np} against {lo_o}")
