@@ -6,31 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "np-ledger.h"
 #include "np-policy-group.h"
 #include "np-sample.h"
 #include "np-topology.h"
 
 #define MIB (1024.0 * 1024.0)
-
-typedef struct {
-        unsigned id;
-        double cap_cpu, used_cpu; /* CPUs: at TargetUtilization, in use */
-        double raw_cpu; /* CPUs of the node (ReservedCPUs out) */
-        double phys_free; /* bytes free now for pages moved in, as the moves
-                           * decided so far run one after the other */
-        double cap_mem, used_mem; /* bytes */
-        bool has_mem, has_cpu;
-        const GArray *dist;
-        uint64_t huge_size[NP_HUGE_SIZES_MAX]; /* the node's hugetlb pools: page size, */
-        double huge_free[NP_HUGE_SIZES_MAX]; /* and bytes free in it */
-        unsigned n_huge;
-} Slot;
-
-typedef struct {
-        Slot *s;
-        guint n;
-        const NpPolicyParams *params;
-} Ledger;
 
 void np_decision_free(NpDecision *d) {
         if (!d)
@@ -38,379 +19,6 @@ void np_decision_free(NpDecision *d) {
         np_mask_free(d->nodes);
         g_free(d->why);
         g_free(d);
-}
-
-/* ---- the ledger --------------------------------------------------------- */
-
-static Slot *slot_of(const Ledger *l, unsigned id) {
-        for (guint i = 0; i < l->n; i++)
-                if (l->s[i].id == id)
-                        return &l->s[i];
-        return NULL;
-}
-
-static unsigned distance(const Ledger *l, unsigned a, unsigned b) {
-        if (a == b)
-                return 10;
-        const Slot *s = slot_of(l, a);
-        for (guint i = 0; s && s->dist && i < s->dist->len; i++) {
-                const NpDistance *d = &g_array_index(s->dist, NpDistance, i);
-                if (d->node == b)
-                        return d->distance;
-        }
-        return 20; /* unknown: remote */
-}
-
-static uint64_t bytes_on(const NpPolicyProcess *p, unsigned node) {
-        for (guint i = 0; p->per_node && i < p->per_node->len; i++) {
-                const NpNodeBytes *nb = &g_array_index(p->per_node, NpNodeBytes, i);
-                if (nb->node == node)
-                        return nb->bytes;
-        }
-        return 0;
-}
-
-static uint64_t bytes_on_set(const NpPolicyProcess *p, const NpMask *set) {
-        uint64_t sum = 0;
-        NP_MASK_FOREACH (n, set)
-                sum += bytes_on(p, (unsigned) n);
-        return sum;
-}
-
-/* ---- hugetlb pages: counted against the pools, not memory --------------- */
-
-/* p's hugetlb bytes on node (page size 0: of any size). */
-static uint64_t huge_on(const NpPolicyProcess *p, unsigned node, uint64_t page) {
-        uint64_t sum = 0;
-        for (guint i = 0; p->huge_per_node && i < p->huge_per_node->len; i++) {
-                const NpHugeBytes *h = &g_array_index(p->huge_per_node, NpHugeBytes, i);
-                if (h->node == node && (!page || h->page_bytes == page))
-                        sum += h->bytes;
-        }
-        return sum;
-}
-
-/* p's hugetlb bytes of one page size (0: of any size) on the nodes of set (NULL: anywhere). */
-static uint64_t huge_in(const NpPolicyProcess *p, const NpMask *set, uint64_t page) {
-        uint64_t sum = 0;
-        for (guint i = 0; p->huge_per_node && i < p->huge_per_node->len; i++) {
-                const NpHugeBytes *h = &g_array_index(p->huge_per_node, NpHugeBytes, i);
-                if ((!page || h->page_bytes == page) && (!set || np_mask_test(set, h->node)))
-                        sum += h->bytes;
-        }
-        return sum;
-}
-
-/* Its memory that is not in hugetlb pages: what counts against memory. */
-static uint64_t reg_mem(const NpPolicyProcess *p) {
-        return p->mem - MIN(p->mem, huge_in(p, NULL, 0));
-}
-
-static uint64_t reg_on(const NpPolicyProcess *p, unsigned node) {
-        uint64_t b = bytes_on(p, node);
-        return b - MIN(b, huge_on(p, node, 0));
-}
-
-static uint64_t reg_on_set(const NpPolicyProcess *p, const NpMask *set) {
-        uint64_t sum = 0;
-        NP_MASK_FOREACH (n, set)
-                sum += reg_on(p, (unsigned) n);
-        return sum;
-}
-
-/* The free bytes of a slot's pool of one page size, NULL when it has none. */
-static double *pool_of(Slot *s, uint64_t page) {
-        for (unsigned k = 0; s && k < s->n_huge; k++)
-                if (s->huge_size[k] == page)
-                        return &s->huge_free[k];
-        return NULL;
-}
-
-/* The free bytes of a memory node's pool of one page size (0: none). */
-static double pool_free_of(const Slot *s, uint64_t page) {
-        for (unsigned k = 0; s && s->has_mem && k < s->n_huge; k++)
-                if (s->huge_size[k] == page)
-                        return MAX(0.0, s->huge_free[k]);
-        return 0.0;
-}
-
-static double pool_free_in(const Ledger *l, const NpMask *set, uint64_t page) {
-        double sum = 0;
-        NP_MASK_FOREACH (n, set)
-                sum += pool_free_of(slot_of(l, (unsigned) n), page);
-        return sum;
-}
-
-/* Take (sign +1) or give back (-1) p's hugetlb pages where they are now. */
-static void pools_take(Ledger *l, const NpPolicyProcess *p, double sign) {
-        for (guint i = 0; p->huge_per_node && i < p->huge_per_node->len; i++) {
-                const NpHugeBytes *h = &g_array_index(p->huge_per_node, NpHugeBytes, i);
-                double *f = pool_of(slot_of(l, h->node), h->page_bytes);
-                if (f)
-                        *f -= sign * (double) h->bytes;
-        }
-}
-
-/* The first page size of p whose pages the pools of set (p not in the
- * ledger) cannot all take, 0 when they can. */
-static uint64_t pools_short(const Ledger *l, const NpPolicyProcess *p, const NpMask *set) {
-        for (guint i = 0; p->huge_per_node && i < p->huge_per_node->len; i++) {
-                uint64_t page = g_array_index(p->huge_per_node, NpHugeBytes, i).page_bytes;
-                if ((double) huge_in(p, NULL, page) > pool_free_in(l, set, page) + 0.5)
-                        return page;
-        }
-        return 0;
-}
-
-/* p's hugetlb pages on set: those already there stay, the rest go to the
- * set's pools of their size, spread by what is free in them. */
-static void pools_commit(Ledger *l, const NpPolicyProcess *p, const NpMask *set) {
-        for (guint i = 0; p->huge_per_node && i < p->huge_per_node->len; i++) {
-                uint64_t page = g_array_index(p->huge_per_node, NpHugeBytes, i).page_bytes;
-                if (i > 0 && g_array_index(p->huge_per_node, NpHugeBytes, i - 1).page_bytes == page)
-                        continue; /* sorted by page size: once per size */
-                double rest = (double) (huge_in(p, NULL, page) - huge_in(p, set, page));
-                double free = pool_free_in(l, set, page);
-                NP_MASK_FOREACH (n, set) {
-                        Slot *s = slot_of(l, (unsigned) n);
-                        double *f = s && s->has_mem ? pool_of(s, page) : NULL;
-                        if (!f)
-                                continue;
-                        double share = free > 0 ? rest * MAX(0.0, *f) / free : 0.0;
-                        *f -= (double) huge_on(p, (unsigned) n, page) + share;
-                }
-        }
-}
-
-/* " (N MiB of it in hugetlb pages, which need free huge pages of their
- * size)" for a Decision, "" when it has none. */
-static char *huge_note(const NpPolicyProcess *p) {
-        uint64_t h = huge_in(p, NULL, 0);
-        if (!h)
-                return g_strdup("");
-        return g_strdup_printf(" (%.0f MiB of it in hugetlb pages, which need free huge pages of their size)",
-                               (double) h / MIB);
-}
-
-/* The CPUs p needs: what it uses, but never more than it has threads (a
- * sample can overshoot by a tick). */
-static double cpu_demand(const NpPolicyProcess *p) {
-        return p->threads ? MIN(p->cpu, (double) p->threads) : p->cpu;
-}
-
-/* The nodes whose CPUs its threads use now: where they ran, else where it
- * is confined. */
-static const NpMask *cpu_nodes(const NpPolicyProcess *p) {
-        if (p->running && !np_mask_empty(p->running))
-                return p->running;
-        return p->current;
-}
-
-/* Add (sign +1) or remove (-1) the process's present footprint. */
-static void footprint(Ledger *l, const NpPolicyProcess *p, double sign) {
-        const NpMask *cn = p->cpu_per_node && p->cpu_per_node->len ? NULL : cpu_nodes(p);
-        guint k = 0;
-        for (guint i = 0; p->cpu_per_node && i < p->cpu_per_node->len; i++) {
-                const NpNodeCpu *c = &g_array_index(p->cpu_per_node, NpNodeCpu, i);
-                Slot *s = slot_of(l, c->node);
-                if (s && s->has_cpu)
-                        s->used_cpu = MAX(0.0, s->used_cpu + sign * c->cpu);
-        }
-        if (cn)
-                NP_MASK_FOREACH (n, cn)
-                        k += slot_of(l, (unsigned) n) && slot_of(l, (unsigned) n)->has_cpu;
-        if (cn && k)
-                NP_MASK_FOREACH (n, cn) {
-                        Slot *s = slot_of(l, (unsigned) n);
-                        if (s && s->has_cpu)
-                                s->used_cpu = MAX(0.0, s->used_cpu + sign * p->cpu / k);
-                }
-        for (guint i = 0; p->per_node && i < p->per_node->len; i++) {
-                const NpNodeBytes *nb = &g_array_index(p->per_node, NpNodeBytes, i);
-                Slot *s = slot_of(l, nb->node);
-                if (s)
-                        s->used_mem = MAX(0.0, s->used_mem + sign * (double) reg_on(p, nb->node));
-        }
-        pools_take(l, p, sign);
-}
-
-/*
- * Take the candidates out of the ledger: their pages from the nodes
- * numa_maps shows them on (exact), and their CPU use from the machine's
- * total. The CPU use left (everything that is not a candidate) is spread
- * over the nodes by their CPUs: the scheduler moves unconfined threads
- * between nodes, so the per-node busy figures say where threads happened to
- * run, not where they belong, and would show load where there is none.
- */
-static void remove_candidates(Ledger *l, const NpPolicyProcess *procs, guint n_procs) {
-        double busy = 0, cand = 0, raw = 0;
-        for (guint i = 0; i < l->n; i++) {
-                busy += l->s[i].used_cpu;
-                raw += l->s[i].has_cpu ? l->s[i].raw_cpu : 0.0;
-        }
-        for (guint i = 0; i < n_procs; i++) {
-                const NpPolicyProcess *p = &procs[i];
-                if (p->hold == NP_HOLD_RESERVED)
-                        continue; /* not in the samples */
-                cand += p->cpu;
-                for (guint k = 0; p->per_node && k < p->per_node->len; k++) {
-                        const NpNodeBytes *nb = &g_array_index(p->per_node, NpNodeBytes, k);
-                        Slot *s = slot_of(l, nb->node);
-                        if (s)
-                                s->used_mem = MAX(0.0, s->used_mem - (double) reg_on(p, nb->node));
-                }
-                pools_take(l, p, -1);
-        }
-        double background = MAX(0.0, busy - cand - MAX(0.0, l->params->own_cpu));
-        for (guint i = 0; i < l->n; i++)
-                l->s[i].used_cpu = l->s[i].has_cpu && raw > 0 ? background * l->s[i].raw_cpu / raw : 0.0;
-}
-
-/* Room in a set: memory on every node with memory, CPUs on every node with
- * CPUs (negative when over capacity). */
-static void room(const Ledger *l, const NpMask *set, double *mem, double *cpu, double *cap_mem, double *cap_cpu) {
-        *mem = *cpu = 0;
-        if (cap_mem)
-                *cap_mem = 0;
-        if (cap_cpu)
-                *cap_cpu = 0;
-        NP_MASK_FOREACH (n, set) {
-                const Slot *s = slot_of(l, (unsigned) n);
-                if (!s)
-                        continue;
-                if (s->has_mem) {
-                        *mem += s->cap_mem - s->used_mem;
-                        if (cap_mem)
-                                *cap_mem += s->cap_mem;
-                }
-                if (s->has_cpu) {
-                        *cpu += s->cap_cpu - s->used_cpu;
-                        if (cap_cpu)
-                                *cap_cpu += s->cap_cpu;
-                }
-        }
-}
-
-/* How far above the CPUs it can use a CPU-bound process may measure (CPU
- * time is sampled at ticks): a thread busy all the time measured 0.98 to
- * 1.005 CPUs in the 4-node VM. */
-#define NP_CPU_MEASURE_SLACK 0.02
-
-/* Would p (not in the ledger) fit on set, with `margin` of the set's
- * capacity kept free (negative: allowed over)?
- *
- * Memory: the set's room at TargetUtilization. CPUs: the same, except that
- * a set whose other load is within the headroom TargetUtilization leaves
- * (the rest of 100%) may take a process that fills up to all of its CPUs:
- * a thread is not divisible, so one busy thread must be able to have a
- * one-CPU node to itself, and spreading it over two nodes would only cost
- * locality. Two busy processes still never share a node when another has
- * room. */
-static bool fits(const Ledger *l, const NpMask *set, double mem, double cpu, double margin) {
-        double rm, rc, cm, cc;
-        room(l, set, &rm, &rc, &cm, &cc);
-        if (cm <= 0)
-                return false; /* no memory there */
-        if (rm - mem < margin * cm)
-                return false;
-        if (cpu <= 0)
-                return true;
-        if (cc <= 0)
-                return false; /* no CPU there */
-        if (rc - cpu >= margin * cc)
-                return true;
-        double raw = 0, used = 0;
-        NP_MASK_FOREACH (n, set) {
-                const Slot *s = slot_of(l, (unsigned) n);
-                if (s && s->has_cpu) {
-                        raw += s->raw_cpu;
-                        used += s->used_cpu;
-                }
-        }
-        /* a thread that is busy all the time measures up to a few percent
-         * more than one CPU (CPU time is sampled at ticks): it still fits
-         * an idle CPU */
-        return used <= raw - cc - margin * raw && cpu - NP_CPU_MEASURE_SLACK <= raw * (1.0 - margin);
-}
-
-/* Why p (not in the ledger) does not fit on set with `margin` kept free:
- * what is short there, memory or CPUs, in numbers an operator can check
- * against the nodes' properties. */
-static char *shortage(const Ledger *l, const NpMask *set, double mem, double cpu, double margin) {
-        double rm, rc, cm, cc;
-        room(l, set, &rm, &rc, &cm, &cc);
-        if (rm - mem < margin * cm)
-                return g_strdup_printf("memory: %.0f MiB of others' and its %.0f MiB, %.0f MiB at "
-                                       "TargetUtilization=%u%%",
-                                       (cm - rm) / MIB, mem / MIB, cm / MIB, l->params->target_utilization);
-        return g_strdup_printf("CPUs: %.2f of others' and its %.2f, %.2f at TargetUtilization=%u%%", cc - rc, cpu, cc,
-                               l->params->target_utilization);
-}
-
-/* Would p (not in the ledger) fit on set: its memory and CPUs by fits(),
- * its hugetlb pages in the set's pools? */
-static bool fits_p(const Ledger *l, const NpMask *set, const NpPolicyProcess *p, double margin) {
-        return fits(l, set, (double) reg_mem(p), cpu_demand(p), margin) && !pools_short(l, p, set);
-}
-
-/* Why p does not fit on set (fits_p() said no). */
-static char *shortage_p(const Ledger *l, const NpMask *set, const NpPolicyProcess *p, double margin) {
-        uint64_t page = pools_short(l, p, set);
-        if (page)
-                return g_strdup_printf("huge pages: its %.0f MiB in %.0f kB pages, %.0f MiB of them free there",
-                                       (double) huge_in(p, NULL, page) / MIB, (double) page / 1024.0,
-                                       pool_free_in(l, set, page) / MIB);
-        return shortage(l, set, (double) reg_mem(p), cpu_demand(p), margin);
-}
-
-/* Commit p on set: its pages already there stay, the rest spread by
- * capacity (hugetlb pages in the pools of their size); its CPU spread over
- * the CPU nodes by capacity. */
-static void commit(Ledger *l, const NpPolicyProcess *p, const NpMask *set) {
-        double rm, rc, cm, cc;
-        room(l, set, &rm, &rc, &cm, &cc);
-        uint64_t present = reg_on_set(p, set), mem = reg_mem(p);
-        double rest = mem > present ? (double) (mem - present) : 0.0;
-        pools_commit(l, p, set);
-        NP_MASK_FOREACH (n, set) {
-                Slot *s = slot_of(l, (unsigned) n);
-                if (!s)
-                        continue;
-                if (s->has_mem && cm > 0)
-                        s->used_mem += (double) reg_on(p, s->id) + rest * s->cap_mem / cm;
-                if (s->has_cpu && cc > 0)
-                        s->used_cpu += cpu_demand(p) * s->cap_cpu / cc;
-        }
-}
-
-static void ledger_init(Ledger *l, const NpPolicyNode *nodes, guint n_nodes, const NpPolicyParams *params) {
-        double t = (double) CLAMP(params->target_utilization, 1u, 100u) / 100.0;
-        l->n = n_nodes;
-        l->params = params;
-        l->s = g_new0(Slot, n_nodes);
-        for (guint i = 0; i < n_nodes; i++) {
-                const NpPolicyNode *nd = &nodes[i];
-                Slot *s = &l->s[i];
-                s->id = nd->id;
-                s->has_mem = nd->mem_total > 0;
-                s->has_cpu = nd->cpu_capacity > 0;
-                s->cap_cpu = nd->cpu_capacity * t;
-                s->raw_cpu = nd->cpu_capacity;
-                /* a move needs the pages free on its target when it runs;
-                 * keep the kernel's reserves (about 5%) out of reach */
-                s->phys_free = MAX(0.0,
-                                   (double) (nd->mem_free_now ? nd->mem_free_now : nd->mem_free) -
-                                           0.05 * (double) nd->mem_total);
-                s->used_cpu = nd->cpu_busy;
-                s->cap_mem = (double) nd->mem_total * t;
-                s->used_mem = nd->mem_total > nd->mem_free ? (double) (nd->mem_total - nd->mem_free) : 0.0;
-                s->dist = nd->distances;
-                s->n_huge = MIN(nd->n_huge, (unsigned) NP_HUGE_SIZES_MAX);
-                for (unsigned k = 0; k < s->n_huge; k++) {
-                        s->huge_size[k] = nd->huge[k].page_bytes;
-                        s->huge_free[k] = (double) nd->huge[k].free_pages * (double) nd->huge[k].page_bytes;
-                }
-        }
 }
 
 /* ---- choosing a node set ------------------------------------------------ */
@@ -423,12 +31,12 @@ typedef struct {
         bool runs_there; /* its threads run on a node of the set now */
 } Choice;
 
-static unsigned set_distance(const Ledger *l, const NpMask *set) {
+static unsigned set_distance(const NpLedger *l, const NpMask *set) {
         unsigned sum = 0;
         NP_MASK_FOREACH (a, set)
                 NP_MASK_FOREACH (b, set)
                         if (a < b)
-                                sum += distance(l, (unsigned) a, (unsigned) b);
+                                sum += np_ledger_distance(l, (unsigned) a, (unsigned) b);
         return sum;
 }
 
@@ -439,7 +47,7 @@ static int cmp_present(const NpPolicyProcess *p, uint64_t a, uint64_t b);
  * pages already there (within cmp_present()'s tolerance), then nearer, and
  * only between sets as near, more room, then where its threads run now
  * (before room when the kernel's balancing is on), then lower ids. */
-static bool better(const Ledger *l, const NpPolicyProcess *p, const Choice *a, const Choice *b) {
+static bool better(const NpLedger *l, const NpPolicyProcess *p, const Choice *a, const Choice *b) {
         unsigned wa = np_mask_weight(a->set), wb = np_mask_weight(b->set);
         if (wa != wb)
                 return wa < wb;
@@ -473,25 +81,25 @@ static int cmp_present(const NpPolicyProcess *p, uint64_t a, uint64_t b) {
 /* Grow `set` (not empty) until p fits, adding each time the memory node
  * that holds the most of p's pages, then the nearest, then the one with the
  * most room; false when even every node does not hold it. */
-static bool grow(const Ledger *l, NpMask *set, const NpPolicyProcess *p, double margin) {
-        while (!fits_p(l, set, p, margin)) {
+static bool grow(const NpLedger *l, NpMask *set, const NpPolicyProcess *p, double margin) {
+        while (!np_ledger_fits_process(l, set, p, margin)) {
                 /* short of huge pages: only a node with free ones of
                  * that size helps */
-                uint64_t short_page = pools_short(l, p, set);
+                uint64_t short_page = np_ledger_pools_short(l, p, set);
                 int best = -1;
                 unsigned best_d = UINT32_MAX;
                 uint64_t best_present = 0;
                 double best_room = 0;
                 for (guint i = 0; i < l->n; i++) {
-                        const Slot *s = &l->s[i];
+                        const NpLedgerSlot *s = &l->s[i];
                         if (!s->has_mem || np_mask_test(set, s->id))
                                 continue;
-                        if (short_page && pool_free_of(s, short_page) <= 0)
+                        if (short_page && np_ledger_pool_free(s, short_page) <= 0)
                                 continue;
                         unsigned d = 0;
                         NP_MASK_FOREACH (y, set)
-                                d += distance(l, s->id, (unsigned) y);
-                        uint64_t present = bytes_on(p, s->id);
+                                d += np_ledger_distance(l, s->id, (unsigned) y);
+                        uint64_t present = np_ledger_bytes_on(p, s->id);
                         double r = s->cap_mem - s->used_mem;
                         int cp = best < 0 ? 1 : cmp_present(p, present, best_present);
                         if (cp > 0 || (cp == 0 && d < best_d) || (cp == 0 && d == best_d && r > best_room)) {
@@ -508,18 +116,18 @@ static bool grow(const Ledger *l, NpMask *set, const NpPolicyProcess *p, double 
         return true;
 }
 
-static void consider(const Ledger *l, const NpPolicyProcess *p, NpMask *set, const NpMask *avoid, Choice *best) {
-        if (avoid && np_mask_equal(set, avoid) && !fits_p(l, set, p, NP_POLICY_HYSTERESIS)) {
+static void consider(const NpLedger *l, const NpPolicyProcess *p, NpMask *set, const NpMask *avoid, Choice *best) {
+        if (avoid && np_mask_equal(set, avoid) && !np_ledger_fits_process(l, set, p, NP_POLICY_HYSTERESIS)) {
                 np_mask_free(set); /* just left, and no clear room there: no ping-pong */
                 return;
         }
         Choice c = { .set = set,
-                     .present = bytes_on_set(p, set),
+                     .present = np_ledger_bytes_on_set(p, set),
                      .dist = set_distance(l, set),
                      .runs_there = p->running && np_mask_intersects(set, p->running) };
         double rc;
-        room(l, set, &c.room, &rc, NULL, NULL);
-        c.room -= (double) reg_mem(p);
+        np_ledger_room(l, set, &c.room, &rc, NULL, NULL);
+        c.room -= (double) np_ledger_regular_mem(p);
         if (!best->set || better(l, p, &c, best)) {
                 np_mask_free(best->set);
                 *best = c;
@@ -528,54 +136,21 @@ static void consider(const Ledger *l, const NpPolicyProcess *p, NpMask *set, con
         }
 }
 
-/* Can p's pages that are not on set move there now: is that much memory
- * free on its nodes (after the moves decided before it)? */
-static bool movable(const Ledger *l, const NpPolicyProcess *p, const NpMask *set) {
-        double incoming = (double) (reg_mem(p) - MIN(reg_mem(p), reg_on_set(p, set)));
-        double free = 0;
-        NP_MASK_FOREACH (n, set) {
-                const Slot *s = slot_of(l, (unsigned) n);
-                if (s && s->has_mem)
-                        free += s->phys_free;
-        }
-        return incoming <= free;
-}
-
-/* The moves decided run one after the other: after p's, its pages are on
- * set and gone from its other nodes. */
-static void move_pages_to(Ledger *l, const NpPolicyProcess *p, const NpMask *set) {
-        double incoming = (double) (reg_mem(p) - MIN(reg_mem(p), reg_on_set(p, set)));
-        double free = 0;
-        NP_MASK_FOREACH (n, set) {
-                const Slot *s = slot_of(l, (unsigned) n);
-                if (s && s->has_mem)
-                        free += s->phys_free;
-        }
-        for (guint i = 0; i < l->n; i++) {
-                Slot *s = &l->s[i];
-                if (!s->has_mem)
-                        continue;
-                if (np_mask_test(set, s->id))
-                        s->phys_free = free > 0 ? MAX(0.0, s->phys_free - incoming * s->phys_free / free) : 0.0;
-                else
-                        s->phys_free += (double) reg_on(p, s->id);
-        }
-}
-
 /* The best set for p (not in the ledger), or NULL when none has room.
  * `prefer` (may be NULL): try supersets of it first. With `now`, only sets
- * its pages can move to now (movable()). */
-static NpMask *choose(const Ledger *l, const NpPolicyProcess *p, const NpMask *prefer, const NpMask *avoid, bool now) {
+ * its pages can move to now (np_ledger_movable()). */
+static NpMask *choose(const NpLedger *l, const NpPolicyProcess *p, const NpMask *prefer, const NpMask *avoid,
+                      bool now) {
         Choice best = { 0 };
 
         if (prefer && !np_mask_empty(prefer)) {
                 NpMask *set = np_mask_new();
                 NP_MASK_FOREACH (n, prefer) {
-                        const Slot *s = slot_of(l, (unsigned) n);
+                        const NpLedgerSlot *s = np_ledger_slot(l, (unsigned) n);
                         if (s && s->has_mem)
                                 np_mask_set(set, (unsigned) n);
                 }
-                if (!np_mask_empty(set) && grow(l, set, p, 0.0) && (!now || movable(l, p, set)))
+                if (!np_mask_empty(set) && grow(l, set, p, 0.0) && (!now || np_ledger_movable(l, p, set)))
                         return set;
                 np_mask_free(set);
         }
@@ -584,12 +159,22 @@ static NpMask *choose(const Ledger *l, const NpPolicyProcess *p, const NpMask *p
                         continue;
                 NpMask *set = np_mask_new();
                 np_mask_set(set, l->s[i].id);
-                if (grow(l, set, p, 0.0) && (!now || movable(l, p, set)))
+                if (grow(l, set, p, 0.0) && (!now || np_ledger_movable(l, p, set)))
                         consider(l, p, set, avoid, &best);
                 else
                         np_mask_free(set);
         }
         return best.set;
+}
+
+/* " (N MiB of it in hugetlb pages, which need free huge pages of their
+ * size)" for a Decision, "" when it has none. */
+static char *huge_note(const NpPolicyProcess *p) {
+        uint64_t h = np_ledger_huge_in(p, NULL, 0);
+        if (!h)
+                return g_strdup("");
+        return g_strdup_printf(" (%.0f MiB of it in hugetlb pages, which need free huge pages of their size)",
+                               (double) h / MIB);
 }
 
 /* ---- deciding ----------------------------------------------------------- */
@@ -611,31 +196,31 @@ static double locality(const NpPolicyProcess *p) {
         const NpMask *on = p->running;
         if (!p->mem || !on || np_mask_empty(on))
                 return 0.0;
-        return (double) bytes_on_set(p, on) / (double) p->mem;
+        return (double) np_ledger_bytes_on_set(p, on) / (double) p->mem;
 }
 
 /* The pages a placed p's last move left outside its nodes that are still
  * there: p->stuck, but at most what is outside now. */
 static uint64_t stuck_now(const NpPolicyProcess *p) {
-        return MIN(p->stuck, p->mem - MIN(p->mem, bytes_on_set(p, p->current)));
+        return MIN(p->stuck, p->mem - MIN(p->mem, np_ledger_bytes_on_set(p, p->current)));
 }
 
 /* The share of a placed p's memory on its nodes, leaving out stuck_now():
  * moving "the rest" again would not move those. */
 static double locality_placed(const NpPolicyProcess *p) {
         uint64_t counted = p->mem - stuck_now(p);
-        return counted ? (double) MIN(p->mem, bytes_on_set(p, p->current)) / (double) counted : 1.0;
+        return counted ? (double) MIN(p->mem, np_ledger_bytes_on_set(p, p->current)) / (double) counted : 1.0;
 }
 
 /* A placed process has less of its memory on its nodes than
  * MemoryLocalityTarget= (beyond what its last move left on purpose). */
-static bool rest_wanted(const Ledger *l, const NpPolicyProcess *p) {
+static bool rest_wanted(const NpLedger *l, const NpPolicyProcess *p) {
         return locality_placed(p) * 100.0 < (double) l->params->memory_locality_target;
 }
 
 /* The nodes with memory and CPUs: a set holding all of them confines
  * nothing. */
-static bool covers_every_cpu_node(const Ledger *l, const NpMask *set) {
+static bool covers_every_cpu_node(const NpLedger *l, const NpMask *set) {
         guint cpu_nodes = 0;
         for (guint i = 0; i < l->n; i++) {
                 if (!l->s[i].has_mem || !l->s[i].has_cpu)
@@ -650,7 +235,7 @@ static bool covers_every_cpu_node(const Ledger *l, const NpMask *set) {
 /* Would p's CPU use need every node even on an idle machine (more than all
  * nodes but the biggest hold at TargetUtilization)? Then confining it can
  * only take CPUs from it. */
-static bool needs_every_node(const Ledger *l, const NpPolicyProcess *p) {
+static bool needs_every_node(const NpLedger *l, const NpPolicyProcess *p) {
         double all = 0, biggest = 0;
         guint n = 0;
         for (guint i = 0; i < l->n; i++)
@@ -659,7 +244,7 @@ static bool needs_every_node(const Ledger *l, const NpPolicyProcess *p) {
                         biggest = MAX(biggest, l->s[i].cap_cpu);
                         n++;
                 }
-        return n > 1 && cpu_demand(p) > all - biggest;
+        return n > 1 && np_ledger_cpu_demand(p) > all - biggest;
 }
 
 /* Why its last move failed on pages, for a Decision. */
@@ -685,7 +270,7 @@ char *np_policy_foreign_why(const char *cgroup) {
 }
 
 /* Pass 1: what stays whatever the load. NULL when p is a candidate. */
-static char *held(const Ledger *l, const NpPolicyProcess *p) {
+static char *held(const NpLedger *l, const NpPolicyProcess *p) {
         g_autofree char *cur = fmt_mask(p->current);
         switch (p->hold) {
         case NP_HOLD_PINNED:
@@ -739,16 +324,16 @@ static char *held(const Ledger *l, const NpPolicyProcess *p) {
  * not one, told for the set's node that holds most of p's pages, e.g.
  * "; 2 alone is too small (CPUs: ...)". NULL when that node would hold p
  * by itself (the set grew from nodes p's group already uses). */
-static char *why_not_one(const Ledger *l, const NpPolicyProcess *p, const NpMask *set) {
+static char *why_not_one(const NpLedger *l, const NpPolicyProcess *p, const NpMask *set) {
         if (np_mask_weight(set) < 2)
                 return NULL;
         int best = -1;
         uint64_t best_bytes = 0;
         NP_MASK_FOREACH (n, set) {
-                const Slot *s = slot_of(l, (unsigned) n);
+                const NpLedgerSlot *s = np_ledger_slot(l, (unsigned) n);
                 if (!s || !s->has_mem)
                         continue;
-                uint64_t b = bytes_on(p, (unsigned) n);
+                uint64_t b = np_ledger_bytes_on(p, (unsigned) n);
                 if (best < 0 || b > best_bytes) {
                         best = n;
                         best_bytes = b;
@@ -758,20 +343,20 @@ static char *why_not_one(const Ledger *l, const NpPolicyProcess *p, const NpMask
                 return NULL;
         g_autoptr(NpMask) one = np_mask_new();
         np_mask_set(one, (unsigned) best);
-        if (fits_p(l, one, p, 0.0))
+        if (np_ledger_fits_process(l, one, p, 0.0))
                 return NULL;
-        g_autofree char *why = shortage_p(l, one, p, 0.0);
+        g_autofree char *why = np_ledger_shortage_process(l, one, p, 0.0);
         return g_strdup_printf("; %d alone is too small (%s)", best, why);
 }
 
 /* The distances within a set of more than one node, for a Decision:
  * "distance 20, " or "distances 20 to 30, "; "" for one node. */
-static char *fmt_distances(const Ledger *l, const NpMask *set) {
+static char *fmt_distances(const NpLedger *l, const NpMask *set) {
         unsigned lo = UINT32_MAX, hi = 0;
         NP_MASK_FOREACH (a, set)
                 NP_MASK_FOREACH (b, set)
                         if (a < b) {
-                                unsigned d = distance(l, (unsigned) a, (unsigned) b);
+                                unsigned d = np_ledger_distance(l, (unsigned) a, (unsigned) b);
                                 lo = MIN(lo, d);
                                 hi = MAX(hi, d);
                         }
@@ -785,7 +370,7 @@ static char *fmt_distances(const Ledger *l, const NpMask *set) {
  * take nodes from it without moving it anywhere better, so it is not
  * chosen (do no harm: a process spread over every node by its own busy
  * threads is not squeezed onto fewer when the machine gets busy). */
-static NpDecision *place_or_nofit(Ledger *l, const NpPolicyProcess *p, const NpMask *prefer, const NpMask *local_on,
+static NpDecision *place_or_nofit(NpLedger *l, const NpPolicyProcess *p, const NpMask *prefer, const NpMask *local_on,
                                   const char *context) {
         /* how many nodes it needs comes from the ledger; among sets of
          * that size, one its pages can move to now */
@@ -794,7 +379,7 @@ static NpDecision *place_or_nofit(Ledger *l, const NpPolicyProcess *p, const NpM
         if (set && np_mask_weight(set) != np_mask_weight(ideal))
                 g_clear_pointer(&set, np_mask_free);
         if (local_on && ideal && np_mask_subset(set ? set : ideal, local_on)) {
-                footprint(l, p, +1);
+                np_ledger_footprint(l, p, +1);
                 g_autofree char *s = fmt_mask(set ? set : ideal);
                 return decision(p->pid, NP_DECISION_KEEP, NULL,
                                 g_strdup_printf("%s, which are crowded; %s would only take nodes from it: left where "
@@ -802,12 +387,12 @@ static NpDecision *place_or_nofit(Ledger *l, const NpPolicyProcess *p, const NpM
                                                 context, s));
         }
         if (!ideal && needs_every_node(l, p)) {
-                footprint(l, p, +1);
+                np_ledger_footprint(l, p, +1);
                 return decision(p->pid, NP_DECISION_KEEP, NULL,
                                 g_strdup_printf("%s, but %.1f CPUs need every node: left spread", context, p->cpu));
         }
         if (!ideal) {
-                footprint(l, p, +1); /* it stays where it is */
+                np_ledger_footprint(l, p, +1); /* it stays where it is */
                 g_autofree char *huge = huge_note(p);
                 return decision(p->pid, NP_DECISION_NOFIT, NULL,
                                 g_strdup_printf("%s, but no set of nodes has room for %.1f CPUs and %.0f MiB%s at "
@@ -819,7 +404,7 @@ static NpDecision *place_or_nofit(Ledger *l, const NpPolicyProcess *p, const NpM
                 /* it goes there as soon as the memory is free: its
                  * capacity is taken there already, so no one else is put
                  * there meanwhile */
-                commit(l, p, ideal);
+                np_ledger_commit(l, p, ideal);
                 g_autofree char *s = fmt_mask(ideal);
                 return decision(p->pid, NP_DECISION_KEEP, NULL,
                                 g_strdup_printf("%s; %s would hold it but has not the free memory for its pages yet: "
@@ -829,36 +414,36 @@ static NpDecision *place_or_nofit(Ledger *l, const NpPolicyProcess *p, const NpM
         if (!set)
                 set = g_steal_pointer(&ideal);
         if (covers_every_cpu_node(l, set)) {
-                footprint(l, p, +1);
+                np_ledger_footprint(l, p, +1);
                 return decision(p->pid, NP_DECISION_KEEP, NULL,
                                 g_strdup_printf("%s, but %.1f CPUs and %.0f MiB need every node: left spread", context,
                                                 p->cpu, (double) p->mem / MIB));
         }
         if (p->current && np_mask_equal(set, p->current)) {
-                footprint(l, p, +1);
+                np_ledger_footprint(l, p, +1);
                 g_autofree char *s = fmt_mask(set);
                 return decision(p->pid, NP_DECISION_KEEP, NULL,
                                 g_strdup_printf("%s; its nodes %s are still the best", context, s));
         }
         g_autofree char *why_more = why_not_one(l, p, set);
-        commit(l, p, set);
-        move_pages_to(l, p, set);
+        np_ledger_commit(l, p, set);
+        np_ledger_move_pages(l, p, set);
         g_autofree char *s = fmt_mask(set);
         g_autofree char *dist = fmt_distances(l, set);
-        uint64_t move = p->mem - MIN(p->mem, bytes_on_set(p, set));
+        uint64_t move = p->mem - MIN(p->mem, np_ledger_bytes_on_set(p, set));
         return decision(p->pid, NP_DECISION_MOVE, g_steal_pointer(&set),
                         g_strdup_printf("%s: place on %s (%s%.0f MiB to move)%s", context, s, dist, (double) move / MIB,
                                         why_more ? why_more : ""));
 }
 
 /* Can the kernel's NUMA balancing (on) move most of p's memory? */
-static bool kernel_moves(const Ledger *l, const NpPolicyProcess *p) {
+static bool kernel_moves(const NpLedger *l, const NpPolicyProcess *p) {
         return l->params->kernel_balancing && p->per_node && p->mem && p->balanced * 2 >= p->mem;
 }
 
 /* What the kernel's balancing (on) does about p, which the policy is about
  * to place, as the start of its Decision; NULL when it is off. */
-static char *kernel_context(const Ledger *l, const NpPolicyProcess *p) {
+static char *kernel_context(const NpLedger *l, const NpPolicyProcess *p) {
         if (!l->params->kernel_balancing)
                 return NULL;
         if (!kernel_moves(l, p))
@@ -892,12 +477,12 @@ static bool goes_to_current(const NpPolicyProcess *p) {
 
 static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
                               const NpPolicyParams *params) {
-        Ledger l;
+        NpLedger l;
         NpDecision **out = g_new0(NpDecision *, n_procs);
         GPtrArray *res = g_ptr_array_new_full(n_procs, (GDestroyNotify) np_decision_free);
 
-        ledger_init(&l, nodes, n_nodes, params);
-        remove_candidates(&l, procs, n_procs);
+        np_ledger_init(&l, nodes, n_nodes, params);
+        np_ledger_remove_candidates(&l, procs, n_procs);
 
         /* 1: held whatever the load */
         for (guint i = 0; i < n_procs; i++) {
@@ -905,9 +490,9 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                 if (!why)
                         continue;
                 if (goes_to_current(&procs[i]))
-                        commit(&l, &procs[i], procs[i].current);
+                        np_ledger_commit(&l, &procs[i], procs[i].current);
                 else
-                        footprint(&l, &procs[i], +1);
+                        np_ledger_footprint(&l, &procs[i], +1);
                 out[i] = decision(procs[i].pid, NP_DECISION_KEEP, NULL, why);
         }
 
@@ -917,14 +502,14 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                 if (out[i] || p->hold != NP_HOLD_PLACED || !p->current)
                         continue;
                 g_autofree char *cur = fmt_mask(p->current);
-                if (fits_p(&l, p->current, p, -NP_POLICY_HYSTERESIS)) {
+                if (np_ledger_fits_process(&l, p->current, p, -NP_POLICY_HYSTERESIS)) {
                         double there = locality_placed(p);
-                        bool rest = rest_wanted(&l, p) && movable(&l, p, p->current);
-                        commit(&l, p, p->current);
+                        bool rest = rest_wanted(&l, p) && np_ledger_movable(&l, p, p->current);
+                        np_ledger_commit(&l, p, p->current);
                         if (rest) {
                                 /* pages left behind (a move that ran out of
                                  * room, allocations elsewhere): move the rest */
-                                move_pages_to(&l, p, p->current);
+                                np_ledger_move_pages(&l, p, p->current);
                                 out[i] = decision(p->pid, NP_DECISION_MOVE, np_mask_copy(p->current),
                                                   g_strdup_printf("placed on %s, but only %.0f%% of its memory is "
                                                                   "there: moving the rest",
@@ -942,7 +527,7 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                         out[i] = decision(p->pid, NP_DECISION_KEEP, NULL, why);
                         continue;
                 }
-                g_autofree char *why = shortage_p(&l, p->current, p, -NP_POLICY_HYSTERESIS);
+                g_autofree char *why = np_ledger_shortage_process(&l, p->current, p, -NP_POLICY_HYSTERESIS);
                 g_autofree char *ctx = g_strdup_printf("placed on %s, which is now crowded (%s)", cur, why);
                 out[i] = place_or_nofit(&l, p, p->current, NULL, ctx);
         }
@@ -956,10 +541,10 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                         continue;
                 double loc = locality(p);
                 if (loc * 100.0 < (double) params->memory_locality_target || !p->running ||
-                    !fits_p(&l, p->running, p, -NP_POLICY_HYSTERESIS))
+                    !np_ledger_fits_process(&l, p->running, p, -NP_POLICY_HYSTERESIS))
                         continue;
                 g_autofree char *on = fmt_mask(p->running);
-                footprint(&l, p, +1);
+                np_ledger_footprint(&l, p, +1);
                 out[i] = decision(p->pid, NP_DECISION_KEEP, NULL,
                                   g_strdup_printf("%.0f%% of its memory is on the nodes it runs on (%s)%s", loc * 100.0,
                                                   on,
@@ -1027,7 +612,7 @@ GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPo
  * many as it needs on the idle machine (every node with memory when even
  * that is too small), grown from the node with the most memory room by
  * nearness, then room now. NULL when no node has memory. */
-static NpMask *closest(const Ledger *l, const NpPolicyProcess *job) {
+static NpMask *closest(const NpLedger *l, const NpPolicyProcess *job) {
         int seed = -1;
         double best = -INFINITY;
         for (guint i = 0; i < l->n; i++) {
@@ -1039,26 +624,26 @@ static NpMask *closest(const Ledger *l, const NpPolicyProcess *job) {
         }
         if (seed < 0)
                 return NULL;
-        Ledger idle = *l;
-        idle.s = g_memdup2(l->s, l->n * sizeof(Slot));
+        NpLedger idle = *l;
+        idle.s = g_memdup2(l->s, l->n * sizeof(NpLedgerSlot));
         for (guint i = 0; i < idle.n; i++)
                 idle.s[i].used_mem = idle.s[i].used_cpu = 0;
         NpMask *set = np_mask_new();
         np_mask_set(set, (unsigned) seed);
-        while (!fits(&idle, set, (double) job->mem, cpu_demand(job), 0.0)) {
+        while (!np_ledger_fits(&idle, set, (double) job->mem, np_ledger_cpu_demand(job), 0.0)) {
                 int pick = -1;
                 unsigned pick_d = UINT32_MAX;
                 double pick_room = -INFINITY;
                 for (guint i = 0; i < l->n; i++) {
-                        const Slot *s = &l->s[i];
+                        const NpLedgerSlot *s = &l->s[i];
                         if (!s->has_mem || np_mask_test(set, s->id))
                                 continue;
                         unsigned d = 0;
                         NP_MASK_FOREACH (y, set)
-                                d += distance(l, s->id, (unsigned) y);
+                                d += np_ledger_distance(l, s->id, (unsigned) y);
                         /* room now: memory, and CPUs as a share of the job's */
                         double r = (s->cap_mem - s->used_mem) / MAX((double) job->mem, 1.0) +
-                                (s->has_cpu ? (s->cap_cpu - s->used_cpu) / MAX(cpu_demand(job), 0.01) : 0.0);
+                                (s->has_cpu ? (s->cap_cpu - s->used_cpu) / MAX(np_ledger_cpu_demand(job), 0.01) : 0.0);
                         if (d < pick_d || (d == pick_d && r > pick_room)) {
                                 pick = (int) s->id;
                                 pick_d = d;
@@ -1074,34 +659,34 @@ static NpMask *closest(const Ledger *l, const NpPolicyProcess *job) {
 }
 
 /* Would job fit on every node with memory of the idle machine? */
-static bool within_machine(const Ledger *l, const NpPolicyProcess *job) {
+static bool within_machine(const NpLedger *l, const NpPolicyProcess *job) {
         g_autoptr(NpMask) all = np_mask_new();
-        Ledger idle = *l;
-        idle.s = g_memdup2(l->s, l->n * sizeof(Slot));
+        NpLedger idle = *l;
+        idle.s = g_memdup2(l->s, l->n * sizeof(NpLedgerSlot));
         for (guint i = 0; i < idle.n; i++) {
                 idle.s[i].used_mem = idle.s[i].used_cpu = 0;
                 if (idle.s[i].has_mem)
                         np_mask_set(all, idle.s[i].id);
         }
-        bool ok = fits(&idle, all, (double) job->mem, cpu_demand(job), 0.0);
+        bool ok = np_ledger_fits(&idle, all, (double) job->mem, np_ledger_cpu_demand(job), 0.0);
         g_free(idle.s);
         return ok;
 }
 
 NpMask *np_policy_advise(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
                          const NpPolicyParams *params, double cpus, uint64_t bytes, NpAdviceFit *fit) {
-        Ledger l;
+        NpLedger l;
         NpPolicyProcess job = { .pid = 0, .cpu = MAX(cpus, NP_POLICY_ADVISE_MIN_CPU), .mem = bytes };
         NpMask *set;
 
-        ledger_init(&l, nodes, n_nodes, params);
+        np_ledger_init(&l, nodes, n_nodes, params);
         /* every process counts where it is now, a moving one where it goes */
-        remove_candidates(&l, procs, n_procs);
+        np_ledger_remove_candidates(&l, procs, n_procs);
         for (guint i = 0; i < n_procs; i++)
                 if (goes_to_current(&procs[i]))
-                        commit(&l, &procs[i], procs[i].current);
+                        np_ledger_commit(&l, &procs[i], procs[i].current);
                 else
-                        footprint(&l, &procs[i], +1);
+                        np_ledger_footprint(&l, &procs[i], +1);
 
         set = choose(&l, &job, NULL, NULL, false);
         NpAdviceFit f = { .fits = set != NULL };
@@ -1110,7 +695,7 @@ NpMask *np_policy_advise(const NpPolicyNode *nodes, guint n_nodes, const NpPolic
                 f.beyond_machine = !within_machine(&l, &job);
                 if (set) {
                         double rm, rc;
-                        room(&l, set, &rm, &rc, NULL, NULL);
+                        np_ledger_room(&l, set, &rm, &rc, NULL, NULL);
                         f.short_bytes = MAX(0.0, (double) bytes - rm);
                         f.short_cpus = MAX(0.0, cpus - rc);
                 }
