@@ -373,29 +373,31 @@ void np_ledger_init(NpLedger *l, const NpPolicyNode *nodes, guint n_nodes, const
         }
 }
 
-/* Can p's pages that are not on set move there now: is that much memory
- * free on its nodes (after the moves decided before it)? */
-bool np_ledger_movable(const NpLedger *l, const NpPolicyProcess *p, const NpMask *set) {
-        double incoming = (double) (np_ledger_regular_mem(p) - MIN(np_ledger_regular_mem(p), reg_on_set(p, set)));
-        double free = 0;
+/* p's memory (not hugetlb) that is not on set yet, and what its nodes have
+ * free now for pages moved in. */
+static double incoming_and_free(const NpLedger *l, const NpPolicyProcess *p, const NpMask *set, double *free) {
+        *free = 0;
         NP_MASK_FOREACH (n, set) {
                 const NpLedgerSlot *s = np_ledger_slot(l, (unsigned) n);
                 if (s && s->has_mem)
-                        free += s->phys_free;
+                        *free += s->phys_free;
         }
-        return incoming <= free;
+        uint64_t mem = np_ledger_regular_mem(p);
+        return (double) (mem - MIN(mem, reg_on_set(p, set)));
+}
+
+/* Can p's pages that are not on set move there now: is that much memory
+ * free on its nodes (after the moves decided before it)? */
+bool np_ledger_movable(const NpLedger *l, const NpPolicyProcess *p, const NpMask *set) {
+        double free;
+        return incoming_and_free(l, p, set, &free) <= free;
 }
 
 /* The moves decided run one after the other: after p's, its pages are on
  * set and gone from its other nodes. */
 void np_ledger_move_pages(NpLedger *l, const NpPolicyProcess *p, const NpMask *set) {
-        double incoming = (double) (np_ledger_regular_mem(p) - MIN(np_ledger_regular_mem(p), reg_on_set(p, set)));
-        double free = 0;
-        NP_MASK_FOREACH (n, set) {
-                const NpLedgerSlot *s = np_ledger_slot(l, (unsigned) n);
-                if (s && s->has_mem)
-                        free += s->phys_free;
-        }
+        double free;
+        double incoming = incoming_and_free(l, p, set, &free);
         for (guint i = 0; i < l->n; i++) {
                 NpLedgerSlot *s = &l->s[i];
                 if (!s->has_mem)
