@@ -114,23 +114,7 @@ loc_a() {
 cpu_ticks() { awk '{ print $14 + $15 }' /proc/$1/stat 2>/dev/null; }
 sys_ticks() { awk '{ print $15 }' /proc/$1/stat 2>/dev/null; }
 WAY={way}
-case $WAY in
-numaplaced|both)
-	np_start_dbus || exit 1
-	np_start_numaplaced /etc/np.conf || exit 1
-	PLACER=$NP_DAEMON_PID ;;
-numad)
-	mkdir -p /var/log /var/run
-	numad > /tmp/numad.out 2>&1
-	np_wait_file /var/run/numad.pid 30
-	PLACER=$(cat /var/run/numad.pid) ;;
-kernel)
-	PLACER= ;;
-esac
-np_result balancing $(cat /proc/sys/kernel/numa_balancing)
-m0=$(np_vmstat pgmigrate_success)
-u0=$(np_vmstat numa_pte_updates)
-f0=$(np_vmstat numa_hint_faults)
+np_start_placer $WAY || exit 1
 t0=$(cut -d' ' -f1 /proc/uptime)
 {start}np_result start $t0
 np_result kb.a $(np_numa_kb $a)

@@ -153,6 +153,32 @@ np_start_numaplaced() {
 	fi
 }
 
+# np_start_placer WAY: start the placer a benchmark compares: numaplaced
+# (WAY numaplaced or both: np_start_numaplaced /etc/np.conf on the system
+# bus), numad (Debian's, at its defaults) or none (kernel); sets PLACER to
+# its pid ("" for none) and the kernel's counters at the start: m0
+# (pgmigrate_success), u0 (numa_pte_updates), f0 (numa_hint_faults), and
+# the result line `balancing`.
+np_start_placer() {
+	case $1 in
+	numaplaced|both)
+		np_start_dbus || return 1
+		np_start_numaplaced /etc/np.conf || return 1
+		PLACER=$NP_DAEMON_PID ;;
+	numad)
+		mkdir -p /var/log /var/run
+		numad > /tmp/numad.out 2>&1
+		np_wait_file /var/run/numad.pid 30 || return 1
+		PLACER=$(cat /var/run/numad.pid) ;;
+	*)
+		PLACER= ;;
+	esac
+	np_result balancing $(cat /proc/sys/kernel/numa_balancing)
+	m0=$(np_vmstat pgmigrate_success)
+	u0=$(np_vmstat numa_pte_updates)
+	f0=$(np_vmstat numa_hint_faults)
+}
+
 # np_stop_numaplaced: SIGTERM the daemon, wait (30 s), result
 # `numaplaced.stop exited|killed`; its log lines become `numaplaced.log`.
 np_stop_numaplaced() {
