@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -238,6 +239,8 @@ bool np_manager_is_excluded(NpManager *m, const NpProcess *p) {
  * scan, and with it its bus object and its place in the policy's ledger. */
 #define NP_SIGNIFICANT_KEEP_CPU 0.8
 #define NP_SIGNIFICANT_KEEP_MEMORY 0.9
+/* locality that moved less than this between two reads: the kernel is done */
+#define NP_KERNEL_SETTLED_LOCALITY 0.01
 
 void np_manager_count(const NpManager *m, unsigned *significant, unsigned *held) {
         unsigned sig = 0, h = 0;
@@ -296,11 +299,15 @@ bool np_manager_kernel_balancing(const NpManager *m) {
 }
 
 /* A candidate of the policy whose memory the kernel's NUMA balancing can
- * move and which is not local yet. */
+ * move and which is not local yet, or whose locality still changed between
+ * its last two reads (the kernel may be moving it, or its threads moved):
+ * the policy must not decide on where its pages were a scan ago. */
 static bool kernel_moving(const NpManager *m, const NpProcess *p) {
-        return np_manager_kernel_balancing(m) && p->significant && p->state == NP_PROC_OBSERVED && p->maps.per_node &&
-                p->maps.balanced_bytes * 2 >= p->maps.total_bytes &&
-                p->locality * 100.0 < (double) m->config->memory_locality_target;
+        if (!np_manager_kernel_balancing(m) || !p->significant || p->state != NP_PROC_OBSERVED || !p->maps.per_node ||
+            p->maps.balanced_bytes * 2 < p->maps.total_bytes)
+                return false;
+        return p->locality * 100.0 < (double) m->config->memory_locality_target || p->locality_prev < 0 ||
+                fabs(p->locality - p->locality_prev) >= NP_KERNEL_SETTLED_LOCALITY;
 }
 
 static bool is_significant(NpManager *m, NpProcess *p) {
