@@ -356,6 +356,11 @@ int np_manager_update_process(NpManager *m, NpProcess *p) {
                 np_maps_age_invalidate(&p->maps_age);
         if (sig && np_process_refresh(p, m->topology, m->proc_table, m->config->locality_refresh_scans) < 0)
                 return -ESRCH;
+        /* a candidate not measured yet whose pages the kernel's balancing
+         * has begun to move is decided at once (np-policy.h) */
+        if (sig && np_manager_kernel_balancing(m) && p->state == NP_PROC_OBSERVED && !np_process_cpu_settled(p) &&
+            p->maps.per_node && p->maps.balanced_bytes * 2 >= p->maps.total_bytes)
+                np_process_read_kernel_migrated(p);
         if (sig != p->significant)
                 m->changes.processes = true;
         p->significant = sig;
