@@ -573,6 +573,20 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
         for (guint k = 0; k < order->len; k++) {
                 guint i = g_array_index(order, guint, k);
                 const NpPolicyProcess *p = &procs[i];
+                if (kernel_began(&l, p)) {
+                        /* sized by its life so far: decided at once only
+                         * where one node holds it, else once measured */
+                        g_autoptr(NpMask) one = choose(&l, p, NULL, p->left, false);
+                        if (!one || np_mask_weight(one) > 1) {
+                                np_ledger_footprint(&l, p, +1);
+                                out[i] = decision(p->pid, NP_DECISION_KEEP, NULL,
+                                                  g_strdup_printf("its CPU use is not measured yet (%.1f CPUs so "
+                                                                  "far) and no single node holds it now: decided "
+                                                                  "at the follow-up scan",
+                                                                  p->cpu));
+                                continue;
+                        }
+                }
                 double loc = locality(p);
                 g_autofree char *on = fmt_mask(p->running);
                 g_autofree char *kernel = kernel_context(&l, p);

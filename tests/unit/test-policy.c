@@ -1216,6 +1216,15 @@ static void test_kernel_began_first_sight(void) {
                                 "the kernel's NUMA balancing has begun moving its memory (40 MiB so "
                                 "far), numaplaced decides at first sight; 34%"));
 
+        /* no single node holds it (others' load on every node, sized by
+         * its life so far): at the follow-up, when it is measured */
+        for (guint n = 0; n < 4; n++)
+                m.nodes[n].cpu_busy += 0.4;
+        g_autoptr(GPtrArray) d1 = decide(&m);
+        assert_keep(d1, 0, "no single node holds it now: decided at the follow-up scan");
+        for (guint n = 0; n < 4; n++)
+                m.nodes[n].cpu_busy -= 0.4;
+
         p->kernel_migrated = 2 * MiB; /* under 1% of its 320 MiB: not yet */
         g_autoptr(GPtrArray) d2 = decide(&m);
         assert_keep(d2, 0, "decided at the follow-up scan");
