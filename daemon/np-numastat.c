@@ -166,7 +166,10 @@ int np_read_numa_stat(const char *cgroup2_mount, const char *cgroup, NpNumaStat 
                             cgroup ? cgroup : "(null)");
                 return -EINVAL;
         }
-        g_autofree char *path = g_strdup_printf("%s%s/memory.numa_stat", cgroup2_mount, cgroup);
+        size_t n = strlen(cgroup);
+        while (n > 0 && cgroup[n - 1] == '/')
+                n--;
+        g_autofree char *path = g_strdup_printf("%s%.*s/memory.numa_stat", cgroup2_mount, (int) n, cgroup);
         g_autofree char *buf = NULL;
         int r = np_read_file(path, &buf, NULL);
         if (r < 0) {

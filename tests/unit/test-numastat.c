@@ -222,6 +222,13 @@ static void test_read_fixture(void) {
         }
         g_assert_cmpint(np_read_numa_stat("/sys/fs/cgroup", NULL, &s, &error), ==, -EINVAL);
         g_clear_error(&error);
+        /* the root cgroup, and a trailing slash */
+        g_assert_cmpint(np_read_numa_stat("/sys/fs/cgroup", "/", &s, &error), ==, -ENOENT);
+        g_assert_nonnull(strstr(error->message, "read /sys/fs/cgroup/memory.numa_stat:"));
+        g_clear_error(&error);
+        g_assert_cmpint(np_read_numa_stat("/sys/fs/cgroup", "/bad.service/", &s, &error), ==, -EINVAL);
+        g_assert_true(g_str_has_prefix(error->message, "/sys/fs/cgroup/bad.service/memory.numa_stat: "));
+        g_clear_error(&error);
         /* ".." inside a name is a name */
         g_assert_cmpint(np_read_numa_stat("/sys/fs/cgroup", "/a..b", &s, &error), ==, -ENOENT);
         g_clear_error(&error);
