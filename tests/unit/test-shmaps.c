@@ -283,9 +283,10 @@ static void test_read_live(void) {
                 assert_same_object(find(theirs, devshm), find(mine, devshm));
 
         /* exited, not reaped (a zombie: maps reads empty): gone */
+        siginfo_t info = { 0 };
         g_assert_cmpint(write(go[1], "x", 1), ==, 1);
         close(go[1]);
-        g_assert_cmpint(waitid(P_PID, (id_t) child, NULL, WEXITED | WNOWAIT), ==, 0);
+        g_assert_cmpint(waitid(P_PID, (id_t) child, &info, WEXITED | WNOWAIT), ==, 0);
         g_autoptr(GArray) none = NULL;
         g_assert_cmpint(np_read_shmaps((int) child, &none, &error), ==, -ESRCH);
         g_assert_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT);
