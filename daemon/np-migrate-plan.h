@@ -17,12 +17,6 @@
 #include <stdbool.h>
 #include "np-nodemask.h"
 
-/* The highest node id any Linux kernel can have: MAX_NUMNODES - 1 with the
- * largest NODES_SHIFT an architecture allows (10). Node lists from outside
- * (D-Bus) are refused above it; the planner's cost grows with the square of
- * the number of nodes, which this bounds. */
-#define NP_NODE_MAX_ID 1023u
-
 typedef struct {
         unsigned src;
         unsigned dst;
