@@ -65,10 +65,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpBackend, np_backend_free)
  * "auto"). */
 const char *np_backend_name(const NpBackend *b);
 NpBackendKind np_backend_kind(const NpBackend *b);
-/* Where the mechanism in force keeps its containers, e.g. the daemon's
- * cgroup directory "/sys/fs/cgroup/cpuset/numaplaced"; NULL when it has
- * none (affinity). */
-const char *np_backend_cgroup_hierarchy(const NpBackend *b);
 
 /*
  * Confine pid (all its threads) to `nodes` with the CPUs `cpus` (the caller

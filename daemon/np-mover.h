@@ -114,7 +114,6 @@ bool np_mover_running(const NpMover *m, pid_t pid);
 const NpMove *np_mover_current(const NpMover *m);
 /* Moves queued (not counting the running one). */
 guint np_mover_queued(const NpMover *m);
-bool np_mover_busy(const NpMover *m);
 
 /* Cancel the move of pid: a queued one gets done() with -ECANCELED now; a
  * running one stops between two migrate_pages() calls and gets done()
