@@ -9,7 +9,10 @@
 void np_reason_clear(NpReason *r) {
         np_mask_free(r->nodes);
         np_mask_free(r->on);
+        np_mask_free(r->cpus_before);
+        np_mask_free(r->cpus);
         g_free(r->cgroup);
+        g_free(r->error);
         *r = (NpReason){ 0 };
 }
 
@@ -18,6 +21,9 @@ void np_reason_copy(NpReason *dst, const NpReason *src) {
         dst->nodes = src->nodes ? np_mask_copy(src->nodes) : NULL;
         dst->on = src->on ? np_mask_copy(src->on) : NULL;
         dst->cgroup = g_strdup(src->cgroup);
+        dst->cpus_before = src->cpus_before ? np_mask_copy(src->cpus_before) : NULL;
+        dst->cpus = src->cpus ? np_mask_copy(src->cpus) : NULL;
+        dst->error = g_strdup(src->error);
 }
 
 static char *fmt_mask(const NpMask *m) {
@@ -99,6 +105,43 @@ static void add_context(GString *o, const NpReason *r) {
 
 static const char *failed_why(const NpReason *r) {
         return r->full ? "no free memory there" : "pages in use";
+}
+
+/* The CPUs of nodes r->nodes are gone or changed: what was done. */
+static void add_hotplug(GString *o, const NpReason *r, const char *nodes) {
+        g_autofree char *before = r->cpus_before ? np_mask_format(r->cpus_before) : g_strdup("");
+        g_autofree char *cpus = r->cpus ? np_mask_format(r->cpus) : g_strdup("");
+        switch (r->code) {
+        case NP_REASON_HOTPLUG_RELEASED:
+        case NP_REASON_HOTPLUG_RELEASE_FAILED:
+                g_string_append_printf(
+                        o, "its nodes %s have no online CPU left (CPUs %s went offline): released from %s, ", nodes,
+                        before, nodes);
+                if (r->code == NP_REASON_HOTPLUG_RELEASED)
+                        g_string_append(o, "the policy places it again from where its memory is");
+                else
+                        g_string_append_printf(o, "not everything could be put back (%s)", r->error);
+                break;
+        case NP_REASON_HOTPLUG_CONFINE_FAILED:
+                g_string_append_printf(
+                        o, "the CPUs of its nodes %s changed (%s -> %s): confining it again failed, released (%s)",
+                        nodes, before, cpus, r->error);
+                break;
+        case NP_REASON_HOTPLUG_NO_CPU:
+                g_string_append_printf(o, "its nodes %s have no online CPU: it runs on CPUs %s, its memory stays on %s",
+                                       nodes, cpus, nodes);
+                break;
+        case NP_REASON_HOTPLUG_CONFINED:
+                if (g_str_equal(before, cpus))
+                        g_string_append_printf(o, "the CPUs of its nodes %s changed: confined to CPUs %s again", nodes,
+                                               cpus);
+                else
+                        g_string_append_printf(o, "the CPUs of its nodes %s changed (%s -> %s): confined to CPUs %s",
+                                               nodes, before, cpus, cpus);
+                break;
+        default:
+                break;
+        }
 }
 
 char *np_reason_render(const NpReason *r) {
@@ -228,6 +271,13 @@ char *np_reason_render(const NpReason *r) {
                         add_shortage(o, &r->alone);
                         g_string_append_c(o, ')');
                 }
+                break;
+        case NP_REASON_HOTPLUG_RELEASED:
+        case NP_REASON_HOTPLUG_RELEASE_FAILED:
+        case NP_REASON_HOTPLUG_CONFINE_FAILED:
+        case NP_REASON_HOTPLUG_NO_CPU:
+        case NP_REASON_HOTPLUG_CONFINED:
+                add_hotplug(o, r, nodes);
                 break;
         }
         return g_string_free(o, FALSE);

@@ -78,6 +78,13 @@ typedef enum {
         NP_REASON_EVERY_NODE, /* cpu and bytes need every node: left spread (KEEP) */
         NP_REASON_STILL_BEST, /* its nodes `nodes` are still the best (KEEP) */
         NP_REASON_PLACE, /* place on `nodes`: dist_lo, dist_hi, bytes to move; alone_node, alone (MOVE) */
+        /* notes leading the Decision after the CPUs of its nodes `nodes`
+         * changed from cpus_before to cpus (np-hotplug.h) */
+        NP_REASON_HOTPLUG_RELEASED, /* none left online: released */
+        NP_REASON_HOTPLUG_RELEASE_FAILED, /* none left online: released, not all put back: error */
+        NP_REASON_HOTPLUG_CONFINE_FAILED, /* confining it again failed: released: error */
+        NP_REASON_HOTPLUG_NO_CPU, /* pinned on nodes without online CPUs: runs on cpus */
+        NP_REASON_HOTPLUG_CONFINED, /* confined to cpus */
 } NpReasonCode;
 
 typedef struct {
@@ -103,6 +110,8 @@ typedef struct {
         unsigned alone_node; /* PLACE, when alone.kind is not NONE: the node of `nodes` with most */
         NpShortage alone; /* of its pages, and why it alone is too small */
         char *cgroup; /* FOREIGN: its cgroup (owned; NULL, "" or "/": not named) */
+        NpMask *cpus_before, *cpus; /* HOTPLUG_*: the CPUs it was held on, and now (owned) */
+        char *error; /* HOTPLUG_*_FAILED: what failed (owned) */
 } NpReason;
 
 /* Free what r owns and zero it. */

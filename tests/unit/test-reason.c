@@ -25,6 +25,9 @@ static void check(NpReason r, const char *nodes, const char *on, const char *wan
         r.nodes = mask(nodes);
         r.on = mask(on);
         r.cgroup = g_strdup(r.cgroup);
+        r.error = g_strdup(r.error);
+        r.cpus_before = r.cpus_before ? np_mask_copy(r.cpus_before) : NULL;
+        r.cpus = r.cpus ? np_mask_copy(r.cpus) : NULL;
         g_autofree char *got = np_reason_render(&r);
         g_assert_cmpstr(got, ==, want);
         NpReason copy;
@@ -243,6 +246,36 @@ static void test_crowded(void) {
               "its nodes 1 are still the best");
 }
 
+/* The notes that lead the Decision of a held process whose nodes' CPUs
+ * changed. */
+static void test_hotplug(void) {
+        g_autoptr(NpMask) two = mask("2");
+        g_autoptr(NpMask) two_three = mask("2-3");
+        g_autoptr(NpMask) others = mask("0-1,3");
+        NpReason r = { .code = NP_REASON_HOTPLUG_RELEASED, .cpus_before = two };
+        check(r, "2", NULL,
+              "its nodes 2 have no online CPU left (CPUs 2 went offline): released from 2, the policy places it again "
+              "from where its memory is");
+        r.code = NP_REASON_HOTPLUG_RELEASE_FAILED;
+        r.error = "Permission denied";
+        check(r, "2", NULL,
+              "its nodes 2 have no online CPU left (CPUs 2 went offline): released from 2, not everything could be "
+              "put back (Permission denied)");
+        r.code = NP_REASON_HOTPLUG_CONFINE_FAILED;
+        r.cpus_before = two_three;
+        r.cpus = two;
+        check(r, "1", NULL,
+              "the CPUs of its nodes 1 changed (2-3 -> 2): confining it again failed, released (Permission denied)");
+        r.error = NULL;
+        r.code = NP_REASON_HOTPLUG_CONFINED;
+        check(r, "1", NULL, "the CPUs of its nodes 1 changed (2-3 -> 2): confined to CPUs 2");
+        r.cpus_before = two;
+        check(r, "1", NULL, "the CPUs of its nodes 1 changed: confined to CPUs 2 again");
+        r.code = NP_REASON_HOTPLUG_NO_CPU;
+        r.cpus = others;
+        check(r, "2", NULL, "its nodes 2 have no online CPU: it runs on CPUs 0-1,3, its memory stays on 2");
+}
+
 static void test_unit(void) {
         check((NpReason){ .code = NP_REASON_PINNED, .unit_members = 2 }, "1", NULL,
               "with the 2 processes of its unit: pinned on 1 by Place()");
@@ -257,6 +290,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/reason/outcomes", test_outcomes);
         g_test_add_func("/reason/kernel-clauses", test_kernel_clauses);
         g_test_add_func("/reason/crowded", test_crowded);
+        g_test_add_func("/reason/hotplug", test_hotplug);
         g_test_add_func("/reason/unit", test_unit);
         return g_test_run();
 }
