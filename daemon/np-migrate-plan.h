@@ -22,10 +22,6 @@ typedef struct {
         unsigned dst;
 } NpMovePair;
 
-/* node_remap() as in the kernel: returns the new node for `node`; when `node`
- * is not in `from` or `to` is empty, `node` itself. */
-unsigned np_node_remap(unsigned node, const NpMask *from, const NpMask *to);
-
 /* The kernel-order plan. Returns a new GArray of NpMovePair (possibly empty). */
 GArray *np_plan_migration(const NpMask *from, const NpMask *to, bool skip_overlap);
 

@@ -18,9 +18,6 @@ NpMask *np_mask_copy(const NpMask *m);
 void np_mask_free(NpMask *m);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpMask, np_mask_free)
 
-/* New mask holding the given ids. */
-NpMask *np_mask_from_array(const unsigned *ids, size_t n);
-
 void np_mask_set(NpMask *m, unsigned bit);
 /* Set every bit from lo to hi inclusive (nothing when hi < lo). */
 void np_mask_set_range(NpMask *m, unsigned lo, unsigned hi);

@@ -19,6 +19,7 @@
 #include "np-manager.h"
 #include "np-sample.h"
 #include "np-sysroot.h"
+#include "np-test-api.h"
 
 typedef struct {
         char *root;

@@ -18,6 +18,7 @@
 #include "np-manager.h"
 #include "np-placer.h"
 #include "np-sysroot.h"
+#include "np-test-api.h"
 
 typedef struct {
         char *root;
