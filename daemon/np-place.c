@@ -21,6 +21,7 @@ typedef struct {
         uint64_t t0; /* CLOCK_MONOTONIC at prepare */
         NpPlaceDoneFn done;
         void *userdata;
+        bool early; /* confined when queued (np_place_submit()); prepare confines again */
 } PlaceReq;
 
 static void req_free(PlaceReq *q) {
@@ -89,7 +90,7 @@ static int prepare(NpMove *mv, void *userdata) {
         /* the policy decided on details that may be a few scans old (a
          * process that did not run is not re-read every scan): one narrowed
          * by someone else since is left alone */
-        if (q->reason != NP_PLACE_MANUAL && np_manager_is_foreign(m, p)) {
+        if (q->reason != NP_PLACE_MANUAL && !q->early && np_manager_is_foreign(m, p)) {
                 g_set_error(&q->error, NP_ERROR, NP_ERROR_FAILED,
                             "Process %d (%s) was confined by someone else since the decision; left alone", q->pid,
                             p->comm);
@@ -364,7 +365,10 @@ static void done(NpMove *mv, void *userdata) {
         int r;
 
         if (!mv->started) {
-                /* prepare failed (and undid its part), or cancelled while queued */
+                /* prepare failed (and undid its part), or cancelled while
+                 * queued: a confinement made when it was queued goes too */
+                if (q->early && m->backend && np_backend_holds(m->backend, q->pid))
+                        (void) np_backend_release(m->backend, q->pid);
                 if (q->error)
                         e = g_steal_pointer(&q->error);
                 else if (mv->r == -ECANCELED)
@@ -496,6 +500,21 @@ int np_place_submit(NpManager *m, int pid, const NpMask *nodes, NpPlaceReason re
         q->userdata = userdata;
         np_mask_free(p->moving_to);
         p->moving_to = np_mask_copy(nodes);
+        if (np_manager_kernel_balancing(m) && (np_mover_current(m->mover) || np_mover_queued(m->mover) > 0)) {
+                /* queued behind another move: confined now, so that its
+                 * threads stay on its nodes meanwhile and the kernel's
+                 * balancing moves its pages there, not after threads the
+                 * scheduler takes elsewhere; its pages move when its turn
+                 * comes */
+                g_autoptr(NpMask) cpus = np_place_cpus_for(m, nodes);
+                g_autoptr(GError) ce = NULL;
+                if (np_backend_confine(m->backend, pid, p->starttime, nodes, cpus, &ce) == 0) {
+                        q->early = true;
+                        log_debug("pid %d: confined while its move waits behind another", pid);
+                } else
+                        log_debug("pid %d: not confined while its move waits: %s", pid,
+                                  ce ? ce->message : "unknown error");
+        }
         NpMove *mv = np_move_new(pid, p->starttime, m->config->max_rate, q, (GDestroyNotify) req_free);
         r = np_mover_submit(m->mover, mv);
         g_assert(r == 0); /* no move of pid was in flight: checked above */
