@@ -4,6 +4,7 @@
 
 #include <errno.h>
 
+#include "np-classify.h"
 #include "np-log.h"
 #include "np-place.h"
 
@@ -21,12 +22,12 @@ static void log_event(const NpProcess *p, int level, const char *what) {
 /* It is no longer held: State observed (or excluded), no target. */
 static void mark_released(NpManager *m, NpProcess *p) {
         g_autoptr(NpMask) old = p->target ? np_mask_copy(p->target) : NULL;
-        np_process_set_state(p, np_manager_is_excluded(m, p) ? NP_PROC_EXCLUDED : NP_PROC_OBSERVED, NULL,
+        np_process_set_state(p, np_classify_excluded(m, p) ? NP_PROC_EXCLUDED : NP_PROC_OBSERVED, NULL,
                              p->last_placed_usec);
         np_manager_process_changed(m, p, old);
         /* its allowed CPUs and nodes as they are now, before the policy
          * looks at it (else it takes the release for someone else's doing) */
-        (void) np_manager_update_process(m, p); /* a vanished one goes with the next scan */
+        (void) np_classify_update(m, p); /* a vanished one goes with the next scan */
 }
 
 static void release(NpManager *m, NpProcess *p, const NpMask *held) {
@@ -95,7 +96,7 @@ static void complete_restores(NpManager *m) {
                 if (!p)
                         continue;
                 np_details_age_invalidate(&p->details_age);
-                (void) np_manager_update_process(m, p); /* a vanished one goes with the next scan */
+                (void) np_classify_update(m, p); /* a vanished one goes with the next scan */
         }
 }
 

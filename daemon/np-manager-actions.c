@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "np-classify.h"
 #include "np-log.h"
 
 int np_manager_forget(NpManager *m, int pid, GError **error) {
@@ -34,7 +35,7 @@ int np_manager_forget(NpManager *m, int pid, GError **error) {
                 known |= p->state != NP_PROC_OBSERVED;
                 np_process_set_state(p, NP_PROC_OBSERVED, NULL, p->last_placed_usec);
                 np_manager_process_changed(m, p, old);
-                if (np_manager_update_process(m, p) < 0) {
+                if (np_classify_update(m, p) < 0) {
                         /* gone: the next scan drops it */
                 }
         }
@@ -52,7 +53,7 @@ static int mark(NpManager *m, GHashTable *add, GHashTable *drop, int pid, GError
                 return -ESRCH;
         g_hash_table_remove(drop, GINT_TO_POINTER(pid));
         g_hash_table_insert(add, GINT_TO_POINTER(pid), GSIZE_TO_POINTER((gsize) p->starttime));
-        if (np_manager_update_process(m, p) < 0) {
+        if (np_classify_update(m, p) < 0) {
                 g_set_error(error, NP_ERROR, NP_ERROR_NO_SUCH_PROCESS, "Process %d exited", pid);
                 return -ESRCH;
         }

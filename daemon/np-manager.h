@@ -195,7 +195,9 @@ bool np_manager_peek(NpManager *m);
 
 /* The kernel's automatic NUMA balancing is on (kernel.numa_balancing has
  * its bit 0 set at the last scan). */
-bool np_manager_kernel_balancing(const NpManager *m);
+static inline bool np_manager_kernel_balancing(const NpManager *m) {
+        return (m->kernel_numa_balancing & 1u) != 0;
+}
 
 /* Reload the configuration. 0 on success; on error the old configuration
  * stays, m->config_error is set, the error is logged and returned in *error. */
@@ -205,12 +207,6 @@ void np_manager_pause(NpManager *m, bool paused);
 
 /* Human-readable state (Dump(), --once). Caller frees. (np-dump.c) */
 char *np_manager_dump(NpManager *m);
-
-/* The unit whose AllowedCPUs/AllowedMemoryNodes placing p changes, or NULL:
- * with the systemd backend, a .service or .scope other than init.scope
- * (the systemd mechanism places a process of any other unit with the
- * affinity one). Its processes are decided as one (np-placer.c). */
-const char *np_manager_unit_of(NpManager *m, const NpProcess *p);
 
 /* The process with this pid, or NULL. */
 NpProcess *np_manager_process(NpManager *m, int pid);
@@ -223,22 +219,9 @@ NpProcess *np_manager_process(NpManager *m, int pid);
  * descriptors).
  */
 NpProcess *np_manager_lookup_live(NpManager *m, int pid, GError **error);
-/* Is the process included (Include= or Include()) / excluded? */
-bool np_manager_is_included(NpManager *m, const NpProcess *p);
-bool np_manager_is_excluded(NpManager *m, const NpProcess *p);
-/* Its CPUs or memory nodes were narrowed by someone else (taskset, numactl,
- * a container's cpuset) and neither the daemon holds it nor Include= names
- * it: the policy leaves it alone (State "foreign"). */
-bool np_manager_is_foreign(NpManager *m, const NpProcess *p);
-
 /* How many known processes are significant and how many are held (pinned or
  * placed) right now. */
 void np_manager_count(const NpManager *m, unsigned *significant, unsigned *held);
-/* Recompute p's significance and excluded state after an action changed
- * the Include/Exclude sets; reads its details when it became significant.
- * 0 or -ESRCH (vanished). */
-int np_manager_update_process(NpManager *m, NpProcess *p);
-
 /* Held pids (pinned or placed), sorted. */
 GArray *np_manager_managed_pids(NpManager *m);
 /* Held pids whose target includes node. */

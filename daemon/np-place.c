@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "np-classify.h"
 #include "np-log.h"
 #include "np-migrate-plan.h"
 
@@ -89,7 +90,7 @@ static int prepare(NpMove *mv, void *userdata) {
         /* the policy decided on details that may be a few scans old (a
          * process that did not run is not re-read every scan): one narrowed
          * by someone else since is left alone */
-        if (q->reason != NP_PLACE_MANUAL && np_manager_is_foreign(m, p)) {
+        if (q->reason != NP_PLACE_MANUAL && np_classify_foreign(m, p)) {
                 g_set_error(&q->error, NP_ERROR, NP_ERROR_FAILED,
                             "Process %d (%s) was confined by someone else since the decision; left alone", q->pid,
                             p->comm);
@@ -193,7 +194,7 @@ static void mark_released(NpManager *m, PlaceReq *q) {
         if (!p || p->starttime != q->starttime)
                 return;
         g_autoptr(NpMask) old = p->target ? np_mask_copy(p->target) : NULL;
-        np_process_set_state(p, np_manager_is_excluded(m, p) ? NP_PROC_EXCLUDED : NP_PROC_OBSERVED, NULL,
+        np_process_set_state(p, np_classify_excluded(m, p) ? NP_PROC_EXCLUDED : NP_PROC_OBSERVED, NULL,
                              p->last_placed_usec);
         np_manager_process_changed(m, p, old);
 }
@@ -293,7 +294,7 @@ static bool same_unit(NpManager *m, const NpProcess *p, const NpProcess *o) {
 }
 
 static bool unit_sibling_moving(NpManager *m, const NpProcess *p) {
-        if (!p || !np_manager_unit_of(m, p))
+        if (!p || !np_classify_unit_of(m, p))
                 return false;
         GHashTableIter it;
         gpointer v;

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "np-classify.h"
 #include "np-log.h"
 #include "np-place.h"
 #include "np-policy.h"
@@ -48,7 +49,7 @@ static NpPolicyHold hold_of(NpManager *m, const NpProcess *p) {
         default:
                 break;
         }
-        return np_manager_is_foreign(m, p) ? NP_HOLD_FOREIGN : NP_HOLD_NONE;
+        return np_classify_foreign(m, p) ? NP_HOLD_FOREIGN : NP_HOLD_NONE;
 }
 
 /* Candidates: the significant processes, in pid order (deterministic). */
@@ -80,7 +81,7 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out) {
         g_autoptr(GHashTable) groups = g_hash_table_new(g_str_hash, g_str_equal);
         for (guint i = 0; i < cands->len; i++) {
                 const NpProcess *p = cands->pdata[i];
-                const char *unit = np_manager_unit_of(m, p);
+                const char *unit = np_classify_unit_of(m, p);
                 unsigned group = 0;
                 if (unit) {
                         group = GPOINTER_TO_UINT(g_hash_table_lookup(groups, unit));

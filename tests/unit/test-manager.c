@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "np-advice.h"
+#include "np-classify.h"
 #include "np-manager-actions.h"
 #include "np-manager.h"
 #include "np-placer.h"
@@ -208,7 +209,7 @@ static void test_idle_details(Fixture *f, gconstpointer data) {
         g_free(cpus);
         cpus = np_mask_format(p->cpus_allowed);
         g_assert_cmpstr(cpus, ==, "0-1");
-        g_assert_true(np_manager_is_foreign(f->m, p));
+        g_assert_true(np_classify_foreign(f->m, p));
         g_assert_true(g_file_set_contents(status, orig, -1, NULL));
 }
 
