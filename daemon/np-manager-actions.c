@@ -8,6 +8,7 @@
 
 #include "np-classify.h"
 #include "np-log.h"
+#include "np-scan.h"
 
 int np_manager_forget(NpManager *m, int pid, GError **error) {
         bool known = g_hash_table_remove(m->included, GINT_TO_POINTER(pid));
@@ -48,7 +49,7 @@ int np_manager_forget(NpManager *m, int pid, GError **error) {
 }
 
 static int mark(NpManager *m, GHashTable *add, GHashTable *drop, int pid, GError **error) {
-        NpProcess *p = np_manager_lookup_live(m, pid, error);
+        NpProcess *p = np_scan_pid(m, pid, error);
         if (!p)
                 return -ESRCH;
         g_hash_table_remove(drop, GINT_TO_POINTER(pid));

@@ -9,6 +9,7 @@
 #include "np-classify.h"
 #include "np-log.h"
 #include "np-migrate-plan.h"
+#include "np-scan.h"
 
 typedef struct {
         NpManager *m;
@@ -471,7 +472,7 @@ int np_place_submit(NpManager *m, int pid, const NpMask *nodes, NpPlaceReason re
         int r = check_nodes(m, nodes, error);
         if (r < 0)
                 return r;
-        NpProcess *p = np_manager_lookup_live(m, pid, error);
+        NpProcess *p = np_scan_pid(m, pid, error);
         if (!p)
                 return -ESRCH;
         if (!m->backend || !m->mover) {

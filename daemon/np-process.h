@@ -70,7 +70,7 @@ typedef struct {
         double cpu_prev; /* the measurement of the scan before (cpu_measured == 2) */
         bool grew; /* its resident memory grew by more than NP_GROWING_SHARE since the
                     * stat read before: still starting (touching its memory) */
-        unsigned followups; /* follow-up scans made for it (np-manager.h, NP_FOLLOWUP_USEC) */
+        unsigned followups; /* follow-up scans made for it (np-scan.h, NP_FOLLOWUP_USEC) */
         uint64_t rss_bytes;
         uint64_t hugetlb_bytes; /* hugetlb pages (HugetlbPages), not in rss_bytes: from the
                                  * table's look (np_proc_table_watch_hugetlb()) or status */
