@@ -130,10 +130,6 @@ int np_classify_update(NpManager *m, NpProcess *p) {
                 np_maps_age_invalidate(&p->maps_age);
         if (sig && np_process_refresh(p, m->topology, m->proc_table, m->config->locality_refresh_scans) < 0)
                 return -ESRCH;
-        if (sig != p->significant)
-                m->changes.processes = true;
-        p->significant = sig;
-        if (p->changed)
-                m->changes.processes = true;
+        np_process_set_significant(p, sig);
         return 0;
 }

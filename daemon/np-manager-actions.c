@@ -32,10 +32,8 @@ int np_manager_forget(NpManager *m, int pid, GError **error) {
                 known = true;
         }
         if (p) {
-                g_autoptr(NpMask) old = p->target ? np_mask_copy(p->target) : NULL;
                 known |= p->state != NP_PROC_OBSERVED;
-                np_process_set_state(p, NP_PROC_OBSERVED, NULL, p->last_placed_usec);
-                np_manager_process_changed(m, p, old);
+                np_manager_set_state(m, p, NP_PROC_OBSERVED, NULL, p->last_placed_usec);
                 if (np_classify_update(m, p) < 0) {
                         /* gone: the next scan drops it */
                 }

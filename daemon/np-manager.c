@@ -55,6 +55,14 @@ static const char *runtime_dir_default(void) {
         return NP_RUNTIME_DIR;
 }
 
+/* A record that goes (exited, a reused pid, the manager freed) changes the
+ * set of published processes. */
+static void process_drop(NpProcess *p) {
+        if (p->owner_changed)
+                *p->owner_changed = true;
+        np_process_free(p);
+}
+
 NpManager *np_manager_new(const char *config_file, NpConfig *config, GError **error) {
         g_autoptr(NpManager) m = g_new0(NpManager, 1);
         m->config_file = g_strdup(config_file);
@@ -65,7 +73,7 @@ NpManager *np_manager_new(const char *config_file, NpConfig *config, GError **er
         m->node_samples = g_array_new(FALSE, TRUE, sizeof(NpNodeSample));
         m->cpu_ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
         m->peek_ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
-        m->processes = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify) np_process_free);
+        m->processes = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify) process_drop);
         m->included = g_hash_table_new(g_direct_hash, g_direct_equal);
         m->excluded = g_hash_table_new(g_direct_hash, g_direct_equal);
         uint64_t nofile = 0;
@@ -195,26 +203,47 @@ void np_manager_node_changed(NpManager *m, unsigned node, uint32_t props) {
         g_hash_table_insert(m->changes.nodes, key, GUINT_TO_POINTER(old | props));
 }
 
-void np_manager_process_changed(NpManager *m, NpProcess *p, const NpMask *old_target) {
-        m->changes.processes = true;
-        if (!(p->changed & (NP_PROCESS_STATE | NP_PROCESS_TARGET_NODES)))
+NpProcess *np_manager_add_process(NpManager *m, int pid, uint64_t starttime) {
+        NpProcess *p = np_process_new(pid, starttime);
+        p->owner_changed = &m->changes.processes;
+        g_hash_table_insert(m->processes, GINT_TO_POINTER(pid), p);
+        return p;
+}
+
+void np_manager_set_state(NpManager *m, NpProcess *p, NpProcState state, const NpMask *target,
+                          uint64_t last_placed_usec) {
+        g_autoptr(NpMask) old = p->target ? np_mask_copy(p->target) : NULL;
+        bool moved = p->state != state || (old && target ? !np_mask_equal(old, target) : old != target);
+        np_process_set_state(p, state, target, last_placed_usec);
+        if (!moved)
                 return;
         np_manager_changed(m, NP_MANAGER_MANAGED);
-        if (old_target)
-                NP_MASK_FOREACH (n, old_target)
+        if (old)
+                NP_MASK_FOREACH (n, old)
                         np_manager_node_changed(m, (unsigned) n, NP_NODE_MANAGED);
         if (p->target)
                 NP_MASK_FOREACH (n, p->target)
                         np_manager_node_changed(m, (unsigned) n, NP_NODE_MANAGED);
 }
 
+void np_manager_set_scan_interval(NpManager *m, uint64_t usec) {
+        if (m->scan_interval_usec != usec)
+                np_manager_changed(m, NP_MANAGER_SCAN_INTERVAL);
+        m->scan_interval_usec = usec;
+}
+
+void np_manager_add_migration(NpManager *m, uint64_t bytes, uint64_t calls, uint64_t failed_pages) {
+        m->migrated_bytes += bytes;
+        m->migration_calls += calls;
+        m->migration_failed_pages += failed_pages;
+        np_manager_changed(m, NP_MANAGER_MIGRATION);
+}
+
 /* ---- configuration ------------------------------------------------------ */
 
 static void apply_config(NpManager *m, NpConfig *old) {
         np_log_set_level(m->config->log_level);
-        if (m->scan_interval_usec != m->config->scan_interval_usec)
-                np_manager_changed(m, NP_MANAGER_SCAN_INTERVAL);
-        m->scan_interval_usec = m->config->scan_interval_usec;
+        np_manager_set_scan_interval(m, m->config->scan_interval_usec);
         if (old && old->backend != m->config->backend)
                 log_notice("Backend= changed from %s to %s: this takes effect at the next start",
                            np_backend_kind_to_string(old->backend), np_backend_kind_to_string(m->config->backend));
@@ -231,8 +260,6 @@ static void apply_config(NpManager *m, NpConfig *old) {
                 if (cgroup_rules && !p->significant)
                         np_process_read_cgroup(p, m->proc_table);
                 np_classify_exclusion(m, p);
-                if (p->changed)
-                        m->changes.processes = true;
         }
 }
 

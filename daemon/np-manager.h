@@ -84,7 +84,8 @@ typedef struct {
         uint32_t manager; /* NpManagerProp bits */
         GHashTable *nodes; /* node id -> NpNodeProp bits */
         bool processes; /* some NpProcess has changed bits, or the set of
-                         * significant processes may have changed */
+                         * significant processes may have changed (raised by the
+                         * process's setters and by a record's removal) */
         GQueue placed; /* NpPlacedEvent*, in order */
 } NpChanges;
 
@@ -191,9 +192,24 @@ const NpNodeSample *np_manager_node_sample(NpManager *m, unsigned node);
 /* Record changes. */
 void np_manager_changed(NpManager *m, uint32_t manager_props);
 void np_manager_node_changed(NpManager *m, unsigned node, uint32_t node_props);
-/* The process's state, target or memory changed: mark it and, for state or
- * target changes, the Manager's and nodes' ManagedProcesses. */
-void np_manager_process_changed(NpManager *m, NpProcess *p, const NpMask *old_target);
+
+/* The setters of what the manager publishes: each sets the value and
+ * records what changed, so no caller marks a change by hand. */
+
+/* A new record for (pid, starttime), owned by m->processes; its changes
+ * are recorded in m->changes. Replaces a record of the same pid. A record
+ * removed from m->processes records the change of the published set. */
+NpProcess *np_manager_add_process(NpManager *m, int pid, uint64_t starttime);
+/* np_process_set_state(), and when the state or target changed, the
+ * ManagedProcesses of the Manager and of the nodes of the old and new
+ * target. */
+void np_manager_set_state(NpManager *m, NpProcess *p, NpProcState state, const NpMask *target,
+                          uint64_t last_placed_usec);
+/* The scan interval in force (ScanIntervalUSec). */
+void np_manager_set_scan_interval(NpManager *m, uint64_t usec);
+/* Add one move's bytes, migrate_pages(2) calls and failed pages to the
+ * counters (MigratedBytes, MigrationCalls, MigrationFailedPages). */
+void np_manager_add_migration(NpManager *m, uint64_t bytes, uint64_t calls, uint64_t failed_pages);
 
 /* monotonic/realtime clock in microseconds */
 uint64_t np_now_usec(clockid_t clock);

@@ -143,9 +143,7 @@ static void params_of(NpManager *m, NpPolicyParams *out) {
 /* ---- carrying out ------------------------------------------------------- */
 
 static void set_state(NpManager *m, NpProcess *p, NpProcState state, const NpMask *target) {
-        g_autoptr(NpMask) old = p->target ? np_mask_copy(p->target) : NULL;
-        np_process_set_state(p, state, target, p->last_placed_usec);
-        np_manager_process_changed(m, p, old);
+        np_manager_set_state(m, p, state, target, p->last_placed_usec);
 }
 
 static void log_decision(const NpProcess *p, int level, const char *what, const char *why) {
@@ -263,8 +261,6 @@ static void settle_foreign(NpManager *m) {
                         set_state(m, p, NP_PROC_OBSERVED, NULL);
                         np_process_set_decision(p, "");
                 }
-                if (p->changed)
-                        m->changes.processes = true;
         }
 }
 
@@ -286,8 +282,6 @@ void np_placer_run(NpManager *m) {
                 NpPolicyHold hold = s.procs[i].hold;
                 settle_state(m, p, hold, d);
                 carry_out(m, p, d);
-                if (p->changed)
-                        m->changes.processes = true;
         }
 }
 

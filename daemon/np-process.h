@@ -5,7 +5,9 @@
  * resident memory, comm), the details read for significant processes
  * (allowed CPUs and nodes, where its pages are, where its threads ran, its
  * cgroup and unit), and what the daemon did with it (state, target). Plus a
- * mask of the published properties that changed, for the bus layer.
+ * mask of the published properties that changed, for the bus layer: the
+ * setters and readers here set it (and raise the owner's record); nothing
+ * else writes it but the bus, which clears it.
  *
  * Reads go through np-sysroot (fixture trees in tests). No bus, no policy.
  */
@@ -116,6 +118,8 @@ typedef struct {
                      * leading the Decision until its next placement; "" = none */
 
         uint32_t changed; /* NpProcessProp bits not yet published */
+        bool *owner_changed; /* raised with every changed bit and change of `significant`:
+                              * the owner's record that something is to publish (or NULL) */
 } NpProcess;
 
 /* Its CPU use is measured (not its life so far) over two scans, or over
@@ -161,6 +165,10 @@ void np_process_take_maps(NpProcess *p, NpNumaMaps *maps);
 /* Read only /proc/PID/cgroup (Cgroup and Unit), with the changed bits;
  * through tab's kept descriptor when it has one (tab may be NULL). */
 void np_process_read_cgroup(NpProcess *p, NpProcTable *tab);
+
+/* Significant (published and sampled in detail) or not; raises the owner's
+ * record when it changes (the set of published processes changes). */
+void np_process_set_significant(NpProcess *p, bool significant);
 
 /* Set the daemon's view (state, target, last placed) and the changed bits.
  * target may be NULL (none); it is copied. A new target clears stuck_bytes. */

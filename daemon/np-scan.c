@@ -49,16 +49,14 @@ NpProcess *np_scan_pid(NpManager *m, int pid, GError **error) {
                 /* A reused pid: the old process is gone. Its records go
                  * with the next scan's; here only the entry is replaced. */
                 g_hash_table_remove(m->processes, GINT_TO_POINTER(pid));
-                m->changes.processes = true;
         }
         /* Not seen by a scan yet: sample this process only. Its CPU use is
          * known from the next scan on. */
-        p = np_process_new(pid, st.starttime);
+        p = np_manager_add_process(m, pid, st.starttime);
         p->cpu_ticks = st.utime + st.stime;
         p->sampled_usec = np_now_usec(CLOCK_MONOTONIC);
         np_process_set_sample(p, st.comm, 0.0, rss_bytes_of(&st), 0,
                               st.num_threads > 0 ? (unsigned) st.num_threads : 0);
-        g_hash_table_insert(m->processes, GINT_TO_POINTER(pid), p);
         if (np_classify_update(m, p) < 0) {
                 g_hash_table_remove(m->processes, GINT_TO_POINTER(pid));
                 g_set_error(error, NP_ERROR, NP_ERROR_NO_SUCH_PROCESS, "No process with PID %d", pid);
@@ -201,8 +199,7 @@ static bool scan_processes(NpManager *m) {
                 if (!p) {
                         if (!needs_record(m, e, cgroup_rules))
                                 continue;
-                        p = np_process_new(pid, e->starttime);
-                        g_hash_table_insert(m->processes, GINT_TO_POINTER(pid), p);
+                        p = np_manager_add_process(m, pid, e->starttime);
                         if (cgroup_rules)
                                 np_process_read_cgroup(p, m->proc_table);
                 }
@@ -263,7 +260,6 @@ static bool scan_processes(NpManager *m) {
                 changed |= p->significant;
                 process_gone(m, p);
                 g_hash_table_iter_remove(&it);
-                m->changes.processes = true;
         }
         return changed;
 }
@@ -417,19 +413,17 @@ int np_scan_run(NpManager *m) {
         unsigned sig, held;
         np_manager_count(m, &sig, &held);
         m->held_last = held;
-        uint64_t old_interval = m->scan_interval_usec;
         bool followup = mark_followups(m) > 0;
         if (followup || m->brought_forward)
-                m->scan_interval_usec = MIN(NP_FOLLOWUP_USEC, m->config->scan_interval_usec);
+                np_manager_set_scan_interval(m, MIN(NP_FOLLOWUP_USEC, m->config->scan_interval_usec));
         else if (candidates_changed || sig != m->significant_count_last || m->followup_scan)
-                m->scan_interval_usec = m->config->scan_interval_usec;
+                np_manager_set_scan_interval(m, m->config->scan_interval_usec);
         else
-                m->scan_interval_usec =
-                        MIN(m->scan_interval_usec + m->config->scan_interval_usec, m->config->max_scan_interval_usec);
+                np_manager_set_scan_interval(
+                        m,
+                        MIN(m->scan_interval_usec + m->config->scan_interval_usec, m->config->max_scan_interval_usec));
         m->significant_count_last = sig;
         m->followup_scan = followup || m->brought_forward;
         m->brought_forward = false;
-        if (old_interval != m->scan_interval_usec)
-                np_manager_changed(m, NP_MANAGER_SCAN_INTERVAL);
         return ret;
 }

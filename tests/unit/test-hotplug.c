@@ -131,12 +131,11 @@ static NpProcess *hold_child_on(Fixture *f, NpProcState state, unsigned cpu) {
         g_assert_cmpint(np_backend_place(f->m->backend, f->child, st, nodes, cpus, NULL, NULL, &e), ==, 0);
         g_assert_no_error(e);
         np_sysroot_set(f->root);
-        NpProcess *p = np_process_new(f->child, st);
+        NpProcess *p = np_manager_add_process(f->m, f->child, st);
         g_strlcpy(p->comm, "child", sizeof p->comm);
-        np_process_set_state(p, state, nodes, 1);
+        np_manager_set_state(f->m, p, state, nodes, 1);
         np_process_set_decision(p, "placed on 1, which has room");
-        p->significant = true;
-        g_hash_table_insert(f->m->processes, GINT_TO_POINTER(f->child), p);
+        np_process_set_significant(p, true);
         g_autofree char *aff = affinity_of(f->child);
         g_autofree char *want = g_strdup_printf("%u", cpu);
         g_assert_cmpstr(aff, ==, want);
