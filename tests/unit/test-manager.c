@@ -690,6 +690,74 @@ static void test_advice_reserves(Fixture *f, gconstpointer data) {
         g_assert_cmpint(np_reservations_get(f->m->reservations, 0)->pid, ==, 0);
 }
 
+/* np_manager_process() only looks up; np_scan_pid() is the step that reads
+ * a pid and makes its record (then returns the same one). */
+static void test_lookup_is_pure(Fixture *f, gconstpointer data) {
+        g_autoptr(GError) e = NULL;
+
+        g_assert_null(np_manager_process(f->m, 812));
+        g_assert_cmpuint(g_hash_table_size(f->m->processes), ==, 0);
+        g_assert_false(f->m->changes.processes);
+        NpProcess *p = np_scan_pid(f->m, 812, &e);
+        g_assert_no_error(e);
+        g_assert_nonnull(p);
+        g_assert_true(np_manager_process(f->m, 812) == p);
+        g_assert_true(np_scan_pid(f->m, 812, &e) == p);
+        g_assert_cmpuint(g_hash_table_size(f->m->processes), ==, 1);
+        g_assert_null(np_scan_pid(f->m, 99999, &e));
+        g_assert_error(e, NP_ERROR, NP_ERROR_NO_SUCH_PROCESS);
+        g_assert_cmpuint(g_hash_table_size(f->m->processes), ==, 1);
+}
+
+static void clear_changes(NpManager *m) {
+        m->changes.manager = 0;
+        g_hash_table_remove_all(m->changes.nodes);
+        m->changes.processes = false;
+}
+
+/* The setters record what changed, and only that: a state or target
+ * change marks ManagedProcesses of the Manager and of the nodes concerned;
+ * setting the same again marks nothing; a change of significance or a
+ * record that goes changes the set of published processes. */
+static void test_setters_record_changes(Fixture *f, gconstpointer data) {
+        g_autoptr(GError) e = NULL;
+        g_autoptr(NpMask) n1 = np_mask_new();
+        np_mask_set(n1, 1);
+        NpProcess *p = np_scan_pid(f->m, 812, &e);
+        g_assert_nonnull(p);
+        clear_changes(f->m);
+        p->changed = 0;
+
+        np_manager_set_state(f->m, p, NP_PROC_PLACED, n1, 7);
+        g_assert_cmpuint(f->m->changes.manager, ==, NP_MANAGER_MANAGED);
+        g_assert_cmpuint(GPOINTER_TO_UINT(g_hash_table_lookup(f->m->changes.nodes, GUINT_TO_POINTER(1))), ==,
+                         NP_NODE_MANAGED);
+        g_assert_cmpuint(g_hash_table_size(f->m->changes.nodes), ==, 1);
+        g_assert_cmpuint(p->changed, ==, NP_PROCESS_STATE | NP_PROCESS_TARGET_NODES | NP_PROCESS_LAST_PLACED);
+        g_assert_true(f->m->changes.processes);
+
+        clear_changes(f->m);
+        p->changed = 0;
+        np_manager_set_state(f->m, p, NP_PROC_PLACED, n1, 7);
+        np_process_set_significant(p, p->significant);
+        g_assert_cmpuint(f->m->changes.manager, ==, 0);
+        g_assert_cmpuint(g_hash_table_size(f->m->changes.nodes), ==, 0);
+        g_assert_cmpuint(p->changed, ==, 0);
+        g_assert_false(f->m->changes.processes);
+
+        np_manager_set_state(f->m, p, NP_PROC_OBSERVED, NULL, 7);
+        g_assert_cmpuint(f->m->changes.manager, ==, NP_MANAGER_MANAGED);
+        g_assert_cmpuint(GPOINTER_TO_UINT(g_hash_table_lookup(f->m->changes.nodes, GUINT_TO_POINTER(1))), ==,
+                         NP_NODE_MANAGED);
+
+        clear_changes(f->m);
+        np_process_set_significant(p, !p->significant);
+        g_assert_true(f->m->changes.processes);
+        clear_changes(f->m);
+        g_hash_table_remove(f->m->processes, GINT_TO_POINTER(812));
+        g_assert_true(f->m->changes.processes);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
 #define ADD(path, tree, fn) g_test_add(path, Fixture, tree, setup, fn, teardown)
@@ -703,6 +771,8 @@ int main(int argc, char **argv) {
         ADD("/manager/actions-do-not-scan", "2node", test_actions_do_not_scan);
         ADD("/manager/records-only-for-candidates", "2node", test_records_only_for_candidates);
         ADD("/manager/change-records", "2node", test_change_records);
+        ADD("/manager/lookup-is-pure", "2node", test_lookup_is_pure);
+        ADD("/manager/setters-record-changes", "2node", test_setters_record_changes);
         ADD("/manager/young-process-cpu", "2node", test_young_process_cpu);
         ADD("/manager/followup", "2node", test_followup);
         ADD("/manager/kernel-watch", "4node", test_kernel_watch);
