@@ -189,7 +189,9 @@ GArray *np_manager_managed_pids_on(NpManager *m, unsigned node);
 
 const NpNodeSample *np_manager_node_sample(NpManager *m, unsigned node);
 
-/* Record changes. */
+/* Record changes of values found by comparing (the topology and node
+ * samples against the last ones, the reservations): NpManagerProp bits,
+ * and NpNodeProp bits of a node. */
 void np_manager_changed(NpManager *m, uint32_t manager_props);
 void np_manager_node_changed(NpManager *m, unsigned node, uint32_t node_props);
 
