@@ -3,9 +3,10 @@
 /*
  * Classification: what a known process is to the daemon. Significant (a
  * candidate of the policy), included, excluded, foreign, the unit it is
- * placed with. Rules over the manager's state and configuration; nothing
- * here scans, places or publishes (the changed bits come from the
- * process's setters).
+ * placed with. Rules over the manager's state and configuration. It reads
+ * the details of a process it finds significant (np_process_refresh()) but
+ * never scans, places or publishes, and calls nothing of np-manager.c or
+ * np-scan.c (both call it).
  */
 #include <stdbool.h>
 
