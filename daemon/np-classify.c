@@ -3,6 +3,7 @@
 #include "np-classify.h"
 
 #include <errno.h>
+#include <math.h>
 
 bool np_classify_listed(GHashTable *t, const NpProcess *p) {
         gpointer v;
@@ -44,6 +45,8 @@ bool np_classify_excluded(NpManager *m, const NpProcess *p) {
  * scan, and with it its bus object and its place in the policy's ledger. */
 #define NP_SIGNIFICANT_KEEP_CPU 0.8
 #define NP_SIGNIFICANT_KEEP_MEMORY 0.9
+/* locality that moved less than this between two reads: the kernel is done */
+#define NP_KERNEL_SETTLED_LOCALITY 0.01
 
 const char *np_classify_unit_of(NpManager *m, const NpProcess *p) {
         if (!m->backend || np_backend_kind(m->backend) != NP_BACKEND_SYSTEMD || !p->unit || !p->unit[0] ||
@@ -84,11 +87,15 @@ bool np_classify_foreign(NpManager *m, const NpProcess *p) {
 }
 
 /* A candidate of the policy whose memory the kernel's NUMA balancing can
- * move and which is not local yet. */
+ * move and which is not local yet, or whose locality still changed between
+ * its last two reads (the kernel may be moving it, or its threads moved):
+ * the policy must not decide on where its pages were a scan ago. */
 static bool kernel_moving(const NpManager *m, const NpProcess *p) {
-        return np_manager_kernel_balancing(m) && p->significant && p->state == NP_PROC_OBSERVED && p->maps.per_node &&
-                p->maps.balanced_bytes * 2 >= p->maps.total_bytes &&
-                p->locality * 100.0 < (double) m->config->memory_locality_target;
+        if (!np_manager_kernel_balancing(m) || !p->significant || p->state != NP_PROC_OBSERVED || !p->maps.per_node ||
+            p->maps.balanced_bytes * 2 < p->maps.total_bytes)
+                return false;
+        return p->locality * 100.0 < (double) m->config->memory_locality_target || p->locality_prev < 0 ||
+                fabs(p->locality - p->locality_prev) >= NP_KERNEL_SETTLED_LOCALITY;
 }
 
 static bool is_significant(NpManager *m, NpProcess *p) {
@@ -130,6 +137,11 @@ int np_classify_update(NpManager *m, NpProcess *p) {
                 np_maps_age_invalidate(&p->maps_age);
         if (sig && np_process_refresh(p, m->topology, m->proc_table, m->config->locality_refresh_scans) < 0)
                 return -ESRCH;
+        /* a candidate not measured yet whose pages the kernel's balancing
+         * has begun to move is decided at once (np-policy.h) */
+        if (sig && np_manager_kernel_balancing(m) && p->state == NP_PROC_OBSERVED && !np_process_cpu_settled(p) &&
+            p->maps.per_node && p->maps.balanced_bytes * 2 >= p->maps.total_bytes)
+                np_process_read_kernel_migrated(p);
         np_process_set_significant(p, sig);
         return 0;
 }

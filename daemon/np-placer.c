@@ -107,6 +107,7 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out) {
                         .interleaved = p->maps.interleaved_bytes,
                         .balanced = p->maps.balanced_bytes,
                         .locality_before = p->locality_prev,
+                        .kernel_migrated = np_process_cpu_settled(p) ? 0 : p->kernel_migrated_bytes,
                         .per_node = p->maps_error == 0 && p->maps.per_node ? p->maps.per_node : NULL,
                         .huge_per_node = p->maps_error == 0 ? p->maps.huge_per_node : NULL,
                         .running = p->running_nodes,

@@ -269,6 +269,13 @@ char *np_policy_foreign_why(const char *cgroup) {
         return g_strdup("its CPUs or memory nodes were narrowed by someone else: left alone");
 }
 
+/* Has the kernel's NUMA balancing (on) begun moving a candidate seen for
+ * the first time (NP_POLICY_KERNEL_BEGAN)? */
+static bool kernel_began(const NpLedger *l, const NpPolicyProcess *p) {
+        return l->params->kernel_balancing && p->cpu_estimated && p->per_node && p->mem && p->balanced * 2 >= p->mem &&
+                (double) p->kernel_migrated >= NP_POLICY_KERNEL_BEGAN * (double) p->mem;
+}
+
 /* Pass 1: what stays whatever the load. NULL when p is a candidate. */
 static char *held(const NpLedger *l, const NpPolicyProcess *p) {
         g_autofree char *cur = fmt_mask(p->current);
@@ -299,7 +306,7 @@ static char *held(const NpLedger *l, const NpPolicyProcess *p) {
                 return g_strdup_printf("its memory is still growing (%.1f CPUs while it grew): decided once it "
                                        "holds still",
                                        p->cpu);
-        if (p->cpu_estimated)
+        if (p->cpu_estimated && !kernel_began(l, p))
                 /* a new process's life so far includes its start: enough
                  * to find it significant at once, not to size it by */
                 return g_strdup_printf("its CPU use is not measured yet (%.1f CPUs so far): decided at the "
@@ -452,6 +459,10 @@ static char *kernel_context(const NpLedger *l, const NpPolicyProcess *p) {
                                                              : "the kernel's NUMA balancing cannot move most of "
                                                                "its memory (a memory policy or huge pages); ");
         double loc = locality(p);
+        if (kernel_began(l, p))
+                return g_strdup_printf("the kernel's NUMA balancing has begun moving its memory (%.0f MiB so "
+                                       "far), numaplaced decides at first sight; ",
+                                       (double) p->kernel_migrated / (1 << 20));
         if (p->locality_before >= 0 && loc - p->locality_before >= NP_POLICY_KERNEL_RISING)
                 return g_strdup_printf("the kernel's NUMA balancing is moving its memory to its threads (up from "
                                        "%.0f%%), numaplaced finishes it in one move; ",
@@ -562,6 +573,20 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
         for (guint k = 0; k < order->len; k++) {
                 guint i = g_array_index(order, guint, k);
                 const NpPolicyProcess *p = &procs[i];
+                if (kernel_began(&l, p)) {
+                        /* sized by its life so far: decided at once only
+                         * where one node holds it, else once measured */
+                        g_autoptr(NpMask) one = choose(&l, p, NULL, p->left, false);
+                        if (!one || np_mask_weight(one) > 1) {
+                                np_ledger_footprint(&l, p, +1);
+                                out[i] = decision(p->pid, NP_DECISION_KEEP, NULL,
+                                                  g_strdup_printf("its CPU use is not measured yet (%.1f CPUs so "
+                                                                  "far) and no single node holds it now: decided "
+                                                                  "at the follow-up scan",
+                                                                  p->cpu));
+                                continue;
+                        }
+                }
                 double loc = locality(p);
                 g_autofree char *on = fmt_mask(p->running);
                 g_autofree char *kernel = kernel_context(&l, p);

@@ -93,6 +93,8 @@ typedef struct {
         uint64_t interleaved; /* bytes in VMAs with an interleave policy */
         uint64_t balanced; /* bytes the kernel's NUMA balancing can move (default policy, not hugetlb) */
         double locality_before; /* its locality at the numa_maps read before the last, < 0 = none */
+        uint64_t kernel_migrated; /* bytes of it the kernel's NUMA balancing moved so far (known
+                                   * while cpu_estimated, else 0) */
         const GArray *per_node; /* NpNodeBytes where its pages are; NULL = unknown */
         const GArray *huge_per_node; /* NpHugeBytes: the part of per_node in hugetlb pages, by
                                       * page size; NULL = none */
@@ -154,6 +156,14 @@ uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves);
  * next: the kernel's NUMA balancing is moving the process's pages (said in
  * its Decision). */
 #define NP_POLICY_KERNEL_RISING 0.02
+
+/* A candidate whose CPU use is not measured yet (its first sight) is
+ * decided at once, not at its follow-up scan, when the kernel's NUMA
+ * balancing (on) can move most of its memory and has already moved at
+ * least this share of it: the kernel moves it anyway, and every second of
+ * waiting lets the scheduler take its threads (and the pages following
+ * them) to nodes the policy will not keep. */
+#define NP_POLICY_KERNEL_BEGAN 0.01
 
 /* The margin of the ledger's hysteresis, as a share of a node's capacity. */
 #define NP_POLICY_HYSTERESIS 0.10

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "np-log.h"
 #include "np-proc-table.h"
@@ -413,6 +414,21 @@ static bool memory_settled(const NpProcess *p) {
                 return false;
         int n = np_mask_first(p->mems_allowed);
         return n >= 0 && np_numa_maps_node_bytes(&p->maps, (unsigned) n) + p->stuck_bytes >= p->maps.total_bytes;
+}
+
+void np_process_read_kernel_migrated(NpProcess *p) {
+        uint64_t sum = 0;
+        g_autofree char *dir = np_path("/proc/%d/task", p->pid);
+        g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+        const char *name;
+        while (d && (name = g_dir_read_name(d))) {
+                g_autofree char *buf = NULL;
+                uint64_t pages;
+                if (np_read_filef(&buf, NULL, "/proc/%d/task/%s/sched", p->pid, name) >= 0 &&
+                    np_parse_sched_numa_migrated(buf, &pages) == 0 && pages <= UINT64_MAX - sum)
+                        sum += pages;
+        }
+        p->kernel_migrated_bytes = sum * (uint64_t) sysconf(_SC_PAGESIZE);
 }
 
 int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsigned maps_max_scans) {

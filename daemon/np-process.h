@@ -97,6 +97,9 @@ typedef struct {
         NpDetailsAge details_age; /* when status, threads and cgroup were read, np-maps-refresh.h */
         double locality; /* share of memory on running_nodes, 0..1 */
         double locality_prev; /* locality at the numa_maps read before the last, -1 = none */
+        uint64_t kernel_migrated_bytes; /* of its memory, what the kernel's NUMA balancing moved
+                                         * (its threads' numa_pages_migrated), read while its CPU
+                                         * use is not settled; 0 = none or unknown */
         char *cgroup; /* cpuset (v1) or unified (v2) path */
         char *unit; /* systemd unit from the cgroup path, or "" */
 
@@ -165,6 +168,10 @@ void np_process_take_maps(NpProcess *p, NpNumaMaps *maps);
 /* Read only /proc/PID/cgroup (Cgroup and Unit), with the changed bits;
  * through tab's kept descriptor when it has one (tab may be NULL). */
 void np_process_read_cgroup(NpProcess *p, NpProcTable *tab);
+
+/* Reads kernel_migrated_bytes from its threads' sched files (one read per
+ * thread; 0 when the kernel does not show it). */
+void np_process_read_kernel_migrated(NpProcess *p);
 
 /* Significant (published and sampled in detail) or not; raises the owner's
  * record when it changes (the set of published processes changes). */

@@ -477,6 +477,31 @@ int np_parse_status_hugetlb(const char *buf, uint64_t *bytes) {
         return 0;
 }
 
+int np_parse_sched_numa_migrated(const char *buf, uint64_t *pages) {
+        if (!buf || !pages)
+                return -EINVAL;
+        static const char key[] = "numa_pages_migrated";
+        for (const char *p = buf; p && *p;) {
+                if (strncmp(p, key, sizeof key - 1) == 0 && (is_blank(p[sizeof key - 1]) || p[sizeof key - 1] == ':')) {
+                        const char *v = skip_blanks(p + sizeof key - 1);
+                        if (*v != ':')
+                                return -EINVAL;
+                        v = skip_blanks(v + 1);
+                        uint64_t x;
+                        if (np_lex_u64(&v, &x) < 0)
+                                return -EINVAL;
+                        v = skip_blanks(v);
+                        if (*v && *v != '\n')
+                                return -EINVAL;
+                        *pages = x;
+                        return 0;
+                }
+                p = strchr(p, '\n');
+                p = p ? p + 1 : NULL;
+        }
+        return -ENOENT;
+}
+
 void np_pid_status_clear(NpPidStatus *s) {
         if (!s)
                 return;

@@ -137,6 +137,13 @@ void np_pid_status_clear(NpPidStatus *s);
  * value. */
 int np_parse_status_hugetlb(const char *buf, uint64_t *bytes);
 
+/* The numa_pages_migrated line of a /proc/<pid>/task/<tid>/sched buffer:
+ * pages of that thread's process the kernel's NUMA balancing moved on the
+ * thread's faults. 0 with *pages set, -ENOENT when the line is absent (a
+ * kernel without CONFIG_NUMA_BALANCING or CONFIG_SCHED_DEBUG), -EINVAL for
+ * a malformed value. */
+int np_parse_sched_numa_migrated(const char *buf, uint64_t *pages);
+
 /* CPU use on one node (a process's, by where its threads ran). */
 typedef struct {
         unsigned node;

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Fuzz np_parse_pid_status(): /proc/PID/status (VmRSS, HugetlbPages, Threads,
- * Uid and the allowed CPU and memory lists), and np_parse_status_hugetlb(). */
+ * Uid and the allowed CPU and memory lists), np_parse_status_hugetlb(), and
+ * np_parse_sched_numa_migrated() (a thread's sched file: the same
+ * "key: value" lines). */
+#include <errno.h>
+
 #include "fuzz.h"
 #include "np-sample.h"
 
@@ -25,5 +29,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         uint64_t huge;
         if (np_parse_status_hugetlb(buf, &huge) == 0)
                 FUZZ_ASSERT(huge % 1024 == 0);
+        uint64_t migrated = 7;
+        int r = np_parse_sched_numa_migrated(buf, &migrated);
+        FUZZ_ASSERT(r == 0 || r == -ENOENT || r == -EINVAL);
+        FUZZ_ASSERT(r == 0 || migrated == 7);
         return 0;
 }

@@ -380,6 +380,40 @@ static void test_kernel_watch(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(p->maps_age.scans, >, 0);
 }
 
+/* With the balancing on, a process that became local between two reads
+ * (the kernel moved it while the daemon looked away) is read again until its
+ * locality stops changing, however local it is: a decision on the read
+ * before would take pages away from where the kernel just put them. */
+static void test_kernel_watch_until_settled(Fixture *f, gconstpointer data) {
+        g_autofree char *maps = fixture_path(f, "proc/4242/numa_maps");
+        unsigned utime = 1000;
+        set_stat(f, utime, 262144);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+        g_assert_cmpfloat(p->locality, <, 0.9);
+        int node = np_mask_first(p->running_nodes);
+        g_assert_cmpint(node, >=, 0);
+        /* the kernel gathered 95% on the node its thread runs on */
+        g_autofree char *line = g_strdup_printf("7f3a00000000 default anon=262144 dirty=262144 N%d=249037 N%d=13107 "
+                                                "kernelpagesize_kB=4\n",
+                                                node, (node + 1) % 4);
+        g_assert_true(g_file_set_contents(maps, line, -1, NULL));
+        set_stat(f, utime += 10, 262144);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
+        g_assert_cmpuint(p->maps_age.scans, ==, 0);
+        g_assert_cmpfloat(p->locality, >=, 0.9);
+        /* local, but it changed since the read before: read again */
+        set_stat(f, utime += 10, 262144);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
+        g_assert_cmpuint(p->maps_age.scans, ==, 0);
+        g_assert_cmpfloat(p->locality_prev, ==, p->locality);
+        /* settled: the age rule again */
+        set_stat(f, utime += 10, 262144);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
+        g_assert_cmpuint(p->maps_age.scans, ==, 1);
+}
+
 /* A busy process whose cpuset allows one memory node, with every page there
  * (what a placement on one node leaves), has its numa_maps read when it
  * becomes significant and then not by age (np-maps-refresh.h); once its
@@ -776,6 +810,7 @@ int main(int argc, char **argv) {
         ADD("/manager/young-process-cpu", "2node", test_young_process_cpu);
         ADD("/manager/followup", "2node", test_followup);
         ADD("/manager/kernel-watch", "4node", test_kernel_watch);
+        ADD("/manager/kernel-watch-until-settled", "4node", test_kernel_watch_until_settled);
         ADD("/manager/peek", "4node", test_peek);
         ADD("/manager/advice-reserves", "4node", test_advice_reserves);
 #undef ADD

@@ -1196,6 +1196,58 @@ static void test_kernel_balancing(void) {
         machine_clear(&m);
 }
 
+/* Beside the kernel's balancing, a candidate seen for the first time whose
+ * pages the kernel has begun to move is decided at once, on the node its
+ * thread runs on; one the kernel has not touched, one it cannot move
+ * (interleaved), one still growing, or any with the balancing off waits
+ * for its follow-up scan as before. */
+static void test_kernel_began_first_sight(void) {
+        Machine m;
+        machine_init(&m, 4, 1, 512 * MiB);
+        m.params.kernel_balancing = true;
+        NpPolicyProcess *p = process(&m, 100, 0.9, "2", (unsigned[]){ 70, 70, 110, 70 });
+        p->balanced = p->mem;
+        p->cpu_estimated = true;
+        p->locality_before = -1;
+        p->kernel_migrated = 40 * MiB;
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_move(d, 0, "2");
+        g_assert_nonnull(strstr(dec(d, 0)->why,
+                                "the kernel's NUMA balancing has begun moving its memory (40 MiB so "
+                                "far), numaplaced decides at first sight; 34%"));
+
+        /* no single node holds it (others' load on every node, sized by
+         * its life so far): at the follow-up, when it is measured */
+        for (guint n = 0; n < 4; n++)
+                m.nodes[n].cpu_busy += 0.4;
+        g_autoptr(GPtrArray) d1 = decide(&m);
+        assert_keep(d1, 0, "no single node holds it now: decided at the follow-up scan");
+        for (guint n = 0; n < 4; n++)
+                m.nodes[n].cpu_busy -= 0.4;
+
+        p->kernel_migrated = 2 * MiB; /* under 1% of its 320 MiB: not yet */
+        g_autoptr(GPtrArray) d2 = decide(&m);
+        assert_keep(d2, 0, "decided at the follow-up scan");
+
+        p->kernel_migrated = 40 * MiB;
+        p->growing = true;
+        g_autoptr(GPtrArray) d3 = decide(&m);
+        assert_keep(d3, 0, "its memory is still growing");
+        p->growing = false;
+
+        p->balanced = 0;
+        p->interleaved = p->mem;
+        g_autoptr(GPtrArray) d4 = decide(&m);
+        assert_keep(d4, 0, "decided at the follow-up scan");
+        p->balanced = p->mem;
+        p->interleaved = 0;
+
+        m.params.kernel_balancing = false;
+        g_autoptr(GPtrArray) d5 = decide(&m);
+        assert_keep(d5, 0, "decided at the follow-up scan");
+        machine_clear(&m);
+}
+
 /* ---- hugetlb pages: the nodes' pools ---------------------------------------- */
 
 #define HUGE_2M (2 * MiB)
@@ -1364,6 +1416,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/three-processes-each-own-node", test_three_processes_each_own_node);
         g_test_add_func("/policy/estimated-cpu-waits", test_estimated_cpu_waits);
         g_test_add_func("/policy/kernel-balancing", test_kernel_balancing);
+        g_test_add_func("/policy/kernel-began-first-sight", test_kernel_began_first_sight);
         g_test_add_func("/policy/own-cpu-not-load", test_own_cpu_not_load);
         g_test_add_func("/policy/reserved-cpus-cpuless-nodes", test_reserved_cpus_and_cpuless_nodes);
         g_test_add_func("/policy/nothing-fits", test_nothing_fits);

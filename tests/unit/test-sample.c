@@ -781,12 +781,42 @@ static void test_list_pids(void) {
         g_assert_cmpint(np_clock_ticks(), >, 0);
 }
 
+/* The numa_pages_migrated line of a thread's sched file (6.1 and 6.18
+ * print it the same way). */
+static void test_sched_numa_migrated(void) {
+        static const char sched[] = "np-workload (171, #threads: 1)\n"
+                                    "-------------------------------------------------------------------\n"
+                                    "se.exec_start                                :          5261.224040\n"
+                                    "mm->numa_scan_seq                            :                    3\n"
+                                    "numa_pages_migrated                          :                10077\n"
+                                    "numa_preferred_nid                           :                    2\n"
+                                    "total_numa_faults                            :                 2930\n"
+                                    "current_node=2, numa_group_id=0\n";
+        uint64_t pages = 1;
+        g_assert_cmpint(np_parse_sched_numa_migrated(sched, &pages), ==, 0);
+        g_assert_cmpuint(pages, ==, 10077);
+        g_assert_cmpint(np_parse_sched_numa_migrated("numa_pages_migrated:0", &pages), ==, 0);
+        g_assert_cmpuint(pages, ==, 0);
+        /* absent: a kernel without NUMA balancing or SCHED_DEBUG */
+        g_assert_cmpint(np_parse_sched_numa_migrated("se.exec_start : 1.0\n", &pages), ==, -ENOENT);
+        g_assert_cmpint(np_parse_sched_numa_migrated("", &pages), ==, -ENOENT);
+        /* a longer key with the same start is not it */
+        g_assert_cmpint(np_parse_sched_numa_migrated("numa_pages_migrated_x : 5\n", &pages), ==, -ENOENT);
+        g_assert_cmpint(np_parse_sched_numa_migrated("numa_pages_migrated : -5\n", &pages), ==, -EINVAL);
+        g_assert_cmpint(np_parse_sched_numa_migrated("numa_pages_migrated : 18446744073709551616\n", &pages), ==,
+                        -EINVAL);
+        g_assert_cmpint(np_parse_sched_numa_migrated("numa_pages_migrated 5\n", &pages), ==, -EINVAL);
+        g_assert_cmpint(np_parse_sched_numa_migrated("numa_pages_migrated : 5 pages\n", &pages), ==, -EINVAL);
+        g_assert_cmpint(np_parse_sched_numa_migrated(NULL, &pages), ==, -EINVAL);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/sample/proc-stat", test_proc_stat);
         g_test_add_func("/sample/nodes-4node", test_sample_nodes_4node);
         g_test_add_func("/sample/nodes-special", test_sample_nodes_special);
         g_test_add_func("/sample/gained", test_sample_gained);
+        g_test_add_func("/sample/sched-numa-migrated", test_sched_numa_migrated);
         g_test_add_func("/sample/pid-stat-hostile", test_pid_stat_hostile);
         g_test_add_func("/sample/pid-stat-truncated", test_pid_stat_truncated);
         g_test_add_func("/sample/pid-stat-malformed", test_pid_stat_malformed);
