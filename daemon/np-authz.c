@@ -7,6 +7,7 @@
 
 #include "np-cleanup.h"
 #include "np-log.h"
+#include "np-test-api.h"
 
 #define POLKIT_SERVICE "org.freedesktop.PolicyKit1"
 #define POLKIT_PATH "/org/freedesktop/PolicyKit1/Authority"

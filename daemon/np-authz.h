@@ -46,9 +46,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpAuthz, np_authz_free)
  */
 int np_authz_check(NpAuthz *a, sd_bus_message *msg, sd_bus_error *ret);
 
-/* Number of questions pending with polkit (for tests and the dump). */
-unsigned np_authz_pending(const NpAuthz *a);
-
 /* ---- pure part ---------------------------------------------------------- */
 
 typedef enum {

@@ -38,7 +38,7 @@ typedef struct NpMechanism NpMechanism;
  */
 typedef struct {
         NpBackendKind kind;
-        const char *name; /* "cpuset", "affinity": the Backend= value */
+        const char *name; /* "systemd", "cpuset", "affinity": the Backend= value */
 
         /* Find out whether the mechanism can place processes here and set up
          * m->data. Called once for every mechanism when the backend is
@@ -62,9 +62,9 @@ typedef struct {
 
         /* Record the leader's original container in p (new record). 0,
          * -ESRCH when the process is gone, -EXDEV (after logging why) when
-         * this mechanism must not hold the process but the affinity
-         * mechanism may place it instead, or another negative errno. May be
-         * NULL. */
+         * this mechanism must not hold the process but the fallback (the
+         * last of the dispatcher's table) may place it instead, or another
+         * negative errno. May be NULL. */
         int (*record)(NpBackend *b, NpMechanism *m, NpStateProcess *p);
 
         /* Confine every thread of p to p->cpus (and, where the mechanism can

@@ -17,6 +17,7 @@
 #include "np-backend-private.h"
 #include "np-log.h"
 #include "np-state.h"
+#include "np-test-api.h"
 
 /* In order of preference for Backend=auto; the last one holds any process
  * and places those another mechanism cannot hold (its record() says

@@ -3,15 +3,21 @@
 /*
  * Confinement backends: how a placement is enforced. Each mechanism is a
  * const table of operations (np-backend-private.h) in its own file; this
- * API dispatches to the one in force and never names one.
+ * API dispatches to the one in force and never names one. Backend=auto
+ * takes the first that works here, in this order:
+ *   systemd  - on a cgroup v2 host whose cgroups systemd manages (PID 1):
+ *              the process's unit gets AllowedCPUs= and AllowedMemoryNodes=
+ *              as runtime properties (SetUnitProperties); a process in no
+ *              .service or .scope the daemon may change goes to the
+ *              fallback (affinity).
  *   cpuset   - libcgroup, a daemon-owned hierarchy: on cgroup v1
  *              <cpuset mount>/numaplaced/, on a cgroup v2 machine without
  *              systemd a subtree the daemon owns. One child per target node
  *              set (cpus = the nodes' CPUs minus ReservedCPUs, mems = the
  *              nodes); on v1 memory_migrate=0 so the daemon's plan does the
  *              moving; every thread is moved.
- *   affinity - sched_setaffinity() on every thread, for processes no cpuset
- *              can hold.
+ *   affinity - sched_setaffinity() on every thread: the fallback, for
+ *              processes the others cannot hold.
  * Every change is recorded (original cpuset and affinity per task) in a state
  * file under the runtime directory before it is made, so release and crash
  * recovery can put everything back.
@@ -55,13 +61,10 @@ NpBackend *np_backend_new_full(NpBackendKind kind, const char *runtime_dir, cons
 void np_backend_free(NpBackend *b);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpBackend, np_backend_free)
 
-/* The name of the mechanism in force ("cpuset", "affinity"; never "auto"). */
+/* The name of the mechanism in force ("systemd", "cpuset", "affinity"; never
+ * "auto"). */
 const char *np_backend_name(const NpBackend *b);
 NpBackendKind np_backend_kind(const NpBackend *b);
-/* Where the mechanism in force keeps its containers, e.g. the daemon's
- * cgroup directory "/sys/fs/cgroup/cpuset/numaplaced"; NULL when it has
- * none (affinity). */
-const char *np_backend_cgroup_hierarchy(const NpBackend *b);
 
 /*
  * Confine pid (all its threads) to `nodes` with the CPUs `cpus` (the caller

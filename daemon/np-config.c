@@ -22,6 +22,7 @@
 
 #include "np-config-private.h"
 #include "np-log.h"
+#include "np-test-api.h"
 
 /* PID_MAX_LIMIT on 64-bit kernels. */
 #define NP_PID_MAX 4194304u

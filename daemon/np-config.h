@@ -87,10 +87,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpConfig, np_config_free)
  */
 int np_config_load(const char *main_file, NpConfig **out, GError **error);
 
-/* Same on an in-memory buffer (no drop-ins); `name` is used in messages and
- * is the one entry of cfg->files. For tests. */
-int np_config_load_data(const char *name, const char *data, NpConfig **out, GError **error);
-
 /* Parsers behind the table (exposed for tests). Each returns 0 or -EINVAL/-ERANGE. */
 int np_parse_size(const char *s, uint64_t *bytes); /* "300M", "1G", "4096", "1.5G" */
 int np_parse_seconds(const char *s, uint64_t *usec); /* "5", "0.5", "2s", "500ms" */

@@ -39,25 +39,3 @@ int np_error_errno(int code) {
                         return table[i].err;
         return EIO;
 }
-
-NpErrorCode np_error_from_errno(int err) {
-        switch (abs(err)) {
-        case ESRCH:
-                return NP_ERROR_NO_SUCH_PROCESS;
-        case EINVAL:
-        case ERANGE:
-                return NP_ERROR_INVALID_ARGS;
-        case EOPNOTSUPP:
-        case ENOSYS:
-                return NP_ERROR_NOT_SUPPORTED;
-        case EBUSY:
-                return NP_ERROR_MOVE_IN_PROGRESS;
-        case ECANCELED:
-                return NP_ERROR_CANCELLED;
-        case EPERM:
-        case EACCES:
-                return NP_ERROR_ACCESS_DENIED;
-        default:
-                return NP_ERROR_FAILED;
-        }
-}

@@ -29,8 +29,3 @@ typedef enum {
 const char *np_error_dbus_name(int code);
 /* The positive errno that goes with a code (EIO for an unknown one). */
 int np_error_errno(int code);
-/* The code for a negative (or positive) errno: ESRCH -> NO_SUCH_PROCESS,
- * EINVAL/ERANGE -> INVALID_ARGS, EOPNOTSUPP/ENOSYS -> NOT_SUPPORTED,
- * EBUSY -> MOVE_IN_PROGRESS, ECANCELED -> CANCELLED, EPERM/EACCES ->
- * ACCESS_DENIED, anything else -> FAILED. */
-NpErrorCode np_error_from_errno(int err);

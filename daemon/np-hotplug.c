@@ -7,6 +7,7 @@
 #include "np-classify.h"
 #include "np-log.h"
 #include "np-place.h"
+#include "np-reason.h"
 
 static bool moving(NpManager *m, const NpProcess *p) {
         return p->moving_to || (m->mover && np_mover_find(m->mover, p->pid));
@@ -28,28 +29,29 @@ static void mark_released(NpManager *m, NpProcess *p) {
         (void) np_classify_update(m, p); /* a vanished one goes with the next scan */
 }
 
+/* The note on p's nodes whose CPUs changed from held to cpus (may be NULL). Caller frees. */
+static char *note_of(NpReasonCode code, const NpProcess *p, const NpMask *held, const NpMask *cpus, const char *error) {
+        NpReason r = { .code = code,
+                       .nodes = np_mask_copy(p->target),
+                       .cpus_before = held ? np_mask_copy(held) : NULL,
+                       .cpus = cpus ? np_mask_copy(cpus) : NULL,
+                       .error = g_strdup(error) };
+        char *note = np_reason_render(&r);
+        np_reason_clear(&r);
+        return note;
+}
+
 static void release(NpManager *m, NpProcess *p, const NpMask *held) {
-        g_autofree char *nodes_s = np_mask_format(p->target);
-        g_autofree char *held_s = np_mask_format(held);
         int r = np_backend_release(m->backend, p->pid);
-        g_autofree char *note = NULL;
-        if (r < 0 && r != -ESRCH && r != -ENOENT)
-                note = g_strdup_printf("its nodes %s have no online CPU left (CPUs %s went offline): released from "
-                                       "%s, not everything could be put back (%s)",
-                                       nodes_s, held_s, nodes_s, g_strerror(-r));
-        else
-                note = g_strdup_printf("its nodes %s have no online CPU left (CPUs %s went offline): released from "
-                                       "%s, the policy places it again from where its memory is",
-                                       nodes_s, held_s, nodes_s);
+        g_autofree char *note = r < 0 && r != -ESRCH && r != -ENOENT
+                ? note_of(NP_REASON_HOTPLUG_RELEASE_FAILED, p, held, NULL, g_strerror(-r))
+                : note_of(NP_REASON_HOTPLUG_RELEASED, p, held, NULL, NULL);
         mark_released(m, p);
         np_process_set_note(p, note);
         log_event(p, LOG_NOTICE, note);
 }
 
 static void confine_again(NpManager *m, NpProcess *p, const NpMask *held, const NpMask *cpus) {
-        g_autofree char *nodes_s = np_mask_format(p->target);
-        g_autofree char *held_s = np_mask_format(held);
-        g_autofree char *cpus_s = np_mask_format(cpus);
         g_autoptr(NpMask) node_cpus = np_topology_cpus_of(m->topology, p->target);
         g_autoptr(GError) e = NULL;
         g_autofree char *note = NULL;
@@ -61,22 +63,14 @@ static void confine_again(NpManager *m, NpProcess *p, const NpMask *held, const 
         }
         if (r < 0) {
                 /* the backend put it back and forgot it */
-                note = g_strdup_printf("the CPUs of its nodes %s changed (%s -> %s): confining it again failed, "
-                                       "released (%s)",
-                                       nodes_s, held_s, cpus_s, e ? e->message : g_strerror(-r));
+                note = note_of(NP_REASON_HOTPLUG_CONFINE_FAILED, p, held, cpus, e ? e->message : g_strerror(-r));
                 mark_released(m, p);
                 np_process_set_note(p, note);
                 log_event(p, LOG_WARNING, note);
                 return;
         }
-        if (np_mask_empty(node_cpus))
-                note = g_strdup_printf("its nodes %s have no online CPU: it runs on CPUs %s, its memory stays on %s",
-                                       nodes_s, cpus_s, nodes_s);
-        else if (np_mask_equal(held, cpus))
-                note = g_strdup_printf("the CPUs of its nodes %s changed: confined to CPUs %s again", nodes_s, cpus_s);
-        else
-                note = g_strdup_printf("the CPUs of its nodes %s changed (%s -> %s): confined to CPUs %s", nodes_s,
-                                       held_s, cpus_s, cpus_s);
+        note = note_of(np_mask_empty(node_cpus) ? NP_REASON_HOTPLUG_NO_CPU : NP_REASON_HOTPLUG_CONFINED, p, held, cpus,
+                       NULL);
         np_process_set_note(p, note);
         log_event(p, LOG_NOTICE, note);
 }

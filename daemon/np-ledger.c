@@ -2,12 +2,8 @@
 /* The placement policy's ledger, pure: see np-ledger.h. */
 #include "np-ledger.h"
 
-#include <stdio.h>
-
 #include "np-sample.h"
 #include "np-topology.h"
-
-#define MIB (1024.0 * 1024.0)
 
 /* ---- the ledger --------------------------------------------------------- */
 
@@ -295,15 +291,14 @@ bool np_ledger_fits(const NpLedger *l, const NpMask *set, double mem, double cpu
 /* Why p (not in the ledger) does not fit on set with `margin` kept free:
  * what is short there, memory or CPUs, in numbers an operator can check
  * against the nodes' properties. */
-static char *shortage(const NpLedger *l, const NpMask *set, double mem, double cpu, double margin) {
+static void shortage(const NpLedger *l, const NpMask *set, double mem, double cpu, double margin, NpShortage *out) {
         double rm, rc, cm, cc;
         np_ledger_room(l, set, &rm, &rc, &cm, &cc);
         if (rm - mem < margin * cm)
-                return g_strdup_printf("memory: %.0f MiB of others' and its %.0f MiB, %.0f MiB at "
-                                       "TargetUtilization=%u%%",
-                                       (cm - rm) / MIB, mem / MIB, cm / MIB, l->params->target_utilization);
-        return g_strdup_printf("CPUs: %.2f of others' and its %.2f, %.2f at TargetUtilization=%u%%", cc - rc, cpu, cc,
-                               l->params->target_utilization);
+                *out = (NpShortage){ .kind = NP_SHORT_MEMORY, .others = cm - rm, .its = mem, .capacity = cm };
+        else
+                *out = (NpShortage){ .kind = NP_SHORT_CPU, .others = cc - rc, .its = cpu, .capacity = cc };
+        out->target_utilization = l->params->target_utilization;
 }
 
 /* Would p (not in the ledger) fit on set: its memory and CPUs by np_ledger_fits(),
@@ -314,13 +309,17 @@ bool np_ledger_fits_process(const NpLedger *l, const NpMask *set, const NpPolicy
 }
 
 /* Why p does not fit on set (np_ledger_fits_process() said no). */
-char *np_ledger_shortage_process(const NpLedger *l, const NpMask *set, const NpPolicyProcess *p, double margin) {
+void np_ledger_shortage_process(const NpLedger *l, const NpMask *set, const NpPolicyProcess *p, double margin,
+                                NpShortage *out) {
         uint64_t page = np_ledger_pools_short(l, p, set);
-        if (page)
-                return g_strdup_printf("huge pages: its %.0f MiB in %.0f kB pages, %.0f MiB of them free there",
-                                       (double) np_ledger_huge_in(p, NULL, page) / MIB, (double) page / 1024.0,
-                                       pool_free_in(l, set, page) / MIB);
-        return shortage(l, set, (double) np_ledger_regular_mem(p), np_ledger_cpu_demand(p), margin);
+        if (page) {
+                *out = (NpShortage){ .kind = NP_SHORT_HUGE,
+                                     .its = (double) np_ledger_huge_in(p, NULL, page),
+                                     .page_bytes = page,
+                                     .capacity = pool_free_in(l, set, page) };
+                return;
+        }
+        shortage(l, set, (double) np_ledger_regular_mem(p), np_ledger_cpu_demand(p), margin, out);
 }
 
 /* Commit p on set: its pages already there stay, the rest spread by

@@ -79,9 +79,9 @@ bool np_ledger_fits(const NpLedger *l, const NpMask *set, double mem, double cpu
 /* Would p (not in the ledger) fit on set: its memory and CPUs by
  * np_ledger_fits(), its hugetlb pages in the set's pools? */
 bool np_ledger_fits_process(const NpLedger *l, const NpMask *set, const NpPolicyProcess *p, double margin);
-/* Why p does not fit on set, for a Decision (np_ledger_fits_process() said
- * no). Caller frees. */
-char *np_ledger_shortage_process(const NpLedger *l, const NpMask *set, const NpPolicyProcess *p, double margin);
+/* What set lacks for p (np_ledger_fits_process() said no), into *out. */
+void np_ledger_shortage_process(const NpLedger *l, const NpMask *set, const NpPolicyProcess *p, double margin,
+                                NpShortage *out);
 
 /* Add (sign +1) or remove (-1) p's present footprint: where its pages and
  * CPU use are now. */

@@ -43,10 +43,6 @@ void np_log_set_level(int level) {
         log_level = level;
 }
 
-int np_log_get_level(void) {
-        return log_level;
-}
-
 void np_log_set_journal(int mode) {
         journal_mode = mode;
         journal_resolved = -1;

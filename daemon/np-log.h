@@ -14,7 +14,6 @@ int np_log_level_from_string(const char *s);
 const char *np_log_level_to_string(int level);
 
 void np_log_set_level(int level);
-int np_log_get_level(void);
 /* Force the target: 1 journal, 0 stderr, -1 auto (journal when
  * $JOURNAL_STREAM names the device and inode of our stderr, i.e. systemd
  * connected stderr to the journal). */

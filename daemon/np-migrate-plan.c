@@ -6,6 +6,8 @@
  */
 #include "np-migrate-plan.h"
 
+#include "np-test-api.h"
+
 unsigned np_node_remap(unsigned node, const NpMask *from, const NpMask *to) {
         g_return_val_if_fail(from, node);
         g_return_val_if_fail(to, node);

@@ -17,20 +17,10 @@
 #include <stdbool.h>
 #include "np-nodemask.h"
 
-/* The highest node id any Linux kernel can have: MAX_NUMNODES - 1 with the
- * largest NODES_SHIFT an architecture allows (10). Node lists from outside
- * (D-Bus) are refused above it; the planner's cost grows with the square of
- * the number of nodes, which this bounds. */
-#define NP_NODE_MAX_ID 1023u
-
 typedef struct {
         unsigned src;
         unsigned dst;
 } NpMovePair;
-
-/* node_remap() as in the kernel: returns the new node for `node`; when `node`
- * is not in `from` or `to` is empty, `node` itself. */
-unsigned np_node_remap(unsigned node, const NpMask *from, const NpMask *to);
 
 /* The kernel-order plan. Returns a new GArray of NpMovePair (possibly empty). */
 GArray *np_plan_migration(const NpMask *from, const NpMask *to, bool skip_overlap);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "np-log.h"
+#include "np-test-api.h"
 #include "np-thread.h"
 
 struct NpMover {

@@ -24,10 +24,8 @@
  * use (its affinity at start, which each worker thread inherits), so that
  * the pages are copied on the process's own CPUs, near its new nodes,
  * rather than on a CPU that then has to shoot down the TLB of the CPU the
- * process runs on for every page and wait for it. In a 4-node VM that
- * halves the CPU time of moving 240 MB of a busy process
- * (tests/bench/bench-move-cpu.py: 1.36 s against 2.67 s). The process shares
- * its CPU with the move while it lasts; it would wait on the pages being
+ * process runs on for every page and wait for it (tests/bench/README.md,
+ * move-cpu). The process shares its CPU with the move while it lasts; it would wait on the pages being
  * moved anyway. When no CPU is in both, the worker runs where it may.
  *
  * Which pages: migrate_pages(2) moves every page of the process, shared or
@@ -39,9 +37,8 @@
  * libraries, memory shared with a parent after fork(2) and shared memory
  * segments stay where they are. Moving those
  * for one process takes them away from the others that map them, and each
- * such page costs a TLB shootdown on every CPU where one of those runs (in
- * the 4-node VM, placing two busy 320 MB processes of one program took about
- * 400 shootdowns and 400 more pages that way). The kernel lets a caller
+ * such page costs a TLB shootdown on every CPU where one of those runs. The
+ * kernel lets a caller
  * without CAP_SYS_NICE move pages only to nodes the target's cpuset allows;
  * the daemon confines first, so the plan's nodes are allowed.
  *
@@ -117,7 +114,6 @@ bool np_mover_running(const NpMover *m, pid_t pid);
 const NpMove *np_mover_current(const NpMover *m);
 /* Moves queued (not counting the running one). */
 guint np_mover_queued(const NpMover *m);
-bool np_mover_busy(const NpMover *m);
 
 /* Cancel the move of pid: a queued one gets done() with -ECANCELED now; a
  * running one stops between two migrate_pages() calls and gets done()

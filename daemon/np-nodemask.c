@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "np-test-api.h"
+
 #define WORD_BITS 64u
 
 struct NpMask {

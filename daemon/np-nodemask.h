@@ -18,9 +18,6 @@ NpMask *np_mask_copy(const NpMask *m);
 void np_mask_free(NpMask *m);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpMask, np_mask_free)
 
-/* New mask holding the given ids. */
-NpMask *np_mask_from_array(const unsigned *ids, size_t n);
-
 void np_mask_set(NpMask *m, unsigned bit);
 /* Set every bit from lo to hi inclusive (nothing when hi < lo). */
 void np_mask_set_range(NpMask *m, unsigned lo, unsigned hi);
@@ -60,6 +57,12 @@ void np_mask_assign(NpMask *dst, const NpMask *src);
  * is not a list, -ERANGE when an id exceeds NP_MASK_MAX_ID.
  */
 #define NP_MASK_MAX_ID (1u << 20)
+
+/* The highest node id any Linux kernel can have: MAX_NUMNODES - 1 with the
+ * largest NODES_SHIFT an architecture allows (10). Node lists from outside
+ * (D-Bus, memory.numa_stat) are refused above it; the migration planner's
+ * cost grows with the square of the number of nodes, which this bounds. */
+#define NP_NODE_MAX_ID 1023u
 int np_mask_parse(const char *s, NpMask **out);
 
 /* Format as a kernel list ("0-3,7"); "" for the empty mask. Caller frees. */

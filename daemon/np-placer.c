@@ -159,16 +159,17 @@ static void placed_done(NpManager *m, int pid, uint64_t moved_bytes, const GErro
                 log_warning("The policy's placement of %d did not complete: %s", pid, error->message);
 }
 
-static void carry_out(NpManager *m, NpProcess *p, const NpDecision *d) {
+/* d's reason worded: why */
+static void carry_out(NpManager *m, NpProcess *p, const NpDecision *d, const char *why) {
         bool advise = m->config->mode == NP_MODE_ADVISE;
-        bool changed = g_strcmp0(p->decision, d->why) != 0;
+        bool changed = g_strcmp0(p->decision, why) != 0;
 
-        np_process_set_decision(p, d->why);
+        np_process_set_decision(p, why);
         switch (d->kind) {
         case NP_DECISION_MOVE:
                 if (advise) {
                         if (p->state != NP_PROC_ADVISED || !p->target || !np_mask_equal(p->target, d->nodes))
-                                log_decision(p, LOG_INFO, "Advice for", d->why);
+                                log_decision(p, LOG_INFO, "Advice for", why);
                         if (!np_process_held(p))
                                 set_state(m, p, NP_PROC_ADVISED, d->nodes);
                         break;
@@ -176,7 +177,7 @@ static void carry_out(NpManager *m, NpProcess *p, const NpDecision *d) {
                 {
                         g_autoptr(GError) e = NULL;
                         NpPlaceReason reason = p->state == NP_PROC_PLACED ? NP_PLACE_REBALANCE : NP_PLACE_POLICY;
-                        log_decision(p, LOG_INFO, "Placing", d->why);
+                        log_decision(p, LOG_INFO, "Placing", why);
                         if (np_place_submit(m, p->pid, d->nodes, reason, placed_done, NULL, &e) < 0)
                                 log_warning("Cannot place %d (%s): %s", p->pid, p->comm, e->message);
                 }
@@ -184,24 +185,24 @@ static void carry_out(NpManager *m, NpProcess *p, const NpDecision *d) {
         case NP_DECISION_NOFIT:
                 /* once when it starts not fitting, not at every wording */
                 if (p->state != NP_PROC_NOFIT)
-                        log_decision(p, LOG_NOTICE, "Not placing", d->why);
+                        log_decision(p, LOG_NOTICE, "Not placing", why);
                 if (!np_process_held(p) && p->state != NP_PROC_EXCLUDED)
                         set_state(m, p, NP_PROC_NOFIT, NULL);
                 break;
         case NP_DECISION_KEEP:
                 if (changed)
-                        log_decision(p, LOG_DEBUG, "Leaving", d->why);
+                        log_decision(p, LOG_DEBUG, "Leaving", why);
                 break;
         }
 }
 
 /* States that only say what the policy saw last time. */
-static void settle_state(NpManager *m, NpProcess *p, NpPolicyHold hold, const NpDecision *d) {
+static void settle_state(NpManager *m, NpProcess *p, NpPolicyHold hold, const NpDecision *d, const char *why) {
         if (np_process_held(p) || p->state == NP_PROC_EXCLUDED)
                 return;
         if (hold == NP_HOLD_FOREIGN) {
                 if (p->state != NP_PROC_FOREIGN)
-                        log_decision(p, LOG_INFO, "Leaving", d->why);
+                        log_decision(p, LOG_INFO, "Leaving", why);
                 set_state(m, p, NP_PROC_FOREIGN, NULL);
         } else if (d->kind == NP_DECISION_KEEP && p->state != NP_PROC_OBSERVED &&
                    !(hold == NP_HOLD_PLACED && advised_there(m, p))) {
@@ -252,7 +253,8 @@ static void settle_foreign(NpManager *m) {
                 NpProcess *p = cands->pdata[i];
                 NpPolicyHold hold = hold_of(m, p);
                 if (hold == NP_HOLD_FOREIGN) {
-                        g_autofree char *why = np_policy_foreign_why(p->cgroup);
+                        NpReason r = { .code = NP_REASON_FOREIGN, .cgroup = p->cgroup };
+                        g_autofree char *why = np_reason_render(&r);
                         if (p->state != NP_PROC_FOREIGN) {
                                 log_decision(p, LOG_INFO, "Leaving", why);
                                 set_state(m, p, NP_PROC_FOREIGN, NULL);
@@ -281,8 +283,9 @@ void np_placer_run(NpManager *m) {
                 NpProcess *p = s.cands->pdata[i];
                 const NpDecision *d = decisions->pdata[i];
                 NpPolicyHold hold = s.procs[i].hold;
-                settle_state(m, p, hold, d);
-                carry_out(m, p, d);
+                g_autofree char *why = np_reason_render(&d->reason);
+                settle_state(m, p, hold, d, why);
+                carry_out(m, p, d, why);
         }
 }
 

@@ -14,7 +14,7 @@
  * not every node with memory: someone else (taskset, numactl
  * --cpunodebind/--membind with a cpuset, a container runtime) narrowed it.
  * Include= naming it (or Include()) overrides that. Its Decision names its
- * cgroup when that is not the root (np_policy_foreign_why()).
+ * cgroup when that is not the root (NP_REASON_FOREIGN).
  */
 #include <stdbool.h>
 #include <stdint.h>

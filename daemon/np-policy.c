@@ -3,7 +3,6 @@
 #include "np-policy.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "np-ledger.h"
@@ -11,13 +10,11 @@
 #include "np-sample.h"
 #include "np-topology.h"
 
-#define MIB (1024.0 * 1024.0)
-
 void np_decision_free(NpDecision *d) {
         if (!d)
                 return;
         np_mask_free(d->nodes);
-        g_free(d->why);
+        np_reason_clear(&d->reason);
         g_free(d);
 }
 
@@ -167,29 +164,21 @@ static NpMask *choose(const NpLedger *l, const NpPolicyProcess *p, const NpMask 
         return best.set;
 }
 
-/* " (N MiB of it in hugetlb pages, which need free huge pages of their
- * size)" for a Decision, "" when it has none. */
-static char *huge_note(const NpPolicyProcess *p) {
-        uint64_t h = np_ledger_huge_in(p, NULL, 0);
-        if (!h)
-                return g_strdup("");
-        return g_strdup_printf(" (%.0f MiB of it in hugetlb pages, which need free huge pages of their size)",
-                               (double) h / MIB);
-}
-
 /* ---- deciding ----------------------------------------------------------- */
 
-static NpDecision *decision(int pid, NpDecisionKind kind, NpMask *nodes, char *why) {
+/* A decision with reason r (whose contents it takes over). */
+static NpDecision *decision(int pid, NpDecisionKind kind, NpMask *nodes, NpReason *r) {
         NpDecision *d = g_new0(NpDecision, 1);
         d->pid = pid;
         d->kind = kind;
         d->nodes = nodes;
-        d->why = why;
+        d->reason = *r;
+        *r = (NpReason){ 0 };
         return d;
 }
 
-static char *fmt_mask(const NpMask *m) {
-        return m && !np_mask_empty(m) ? np_mask_format(m) : g_strdup("-");
+static NpMask *copy_mask(const NpMask *m) {
+        return m ? np_mask_copy(m) : NULL;
 }
 
 static double locality(const NpPolicyProcess *p) {
@@ -247,26 +236,9 @@ static bool needs_every_node(const NpLedger *l, const NpPolicyProcess *p) {
         return n > 1 && np_ledger_cpu_demand(p) > all - biggest;
 }
 
-/* Why its last move failed on pages, for a Decision. */
-static const char *failed_why(const NpPolicyProcess *p) {
-        return p->failed_full ? "no free memory there" : "pages in use";
-}
-
 uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves) {
         unsigned k = MIN(failed_moves, NP_POLICY_MAX_BACKOFF);
         return min_usec > UINT64_MAX >> k ? UINT64_MAX : min_usec << k;
-}
-
-/* Who narrowed it, where that can be seen: in a cgroup other than the
- * root, the cgroup is named (libvirt's machine/qemu-1-NAME.libvirt-qemu/
- * emulator, a container's), where its cpuset is set. In the root cgroup,
- * whose cpuset holds every CPU and node, only its own affinity narrows. */
-char *np_policy_foreign_why(const char *cgroup) {
-        if (cgroup && *cgroup && !g_str_equal(cgroup, "/"))
-                return g_strdup_printf("its CPUs or memory nodes were narrowed by someone else (cgroup %s): left "
-                                       "alone",
-                                       cgroup);
-        return g_strdup("its CPUs or memory nodes were narrowed by someone else: left alone");
 }
 
 /* Has the kernel's NUMA balancing (on) begun moving a candidate seen for
@@ -276,64 +248,71 @@ static bool kernel_began(const NpLedger *l, const NpPolicyProcess *p) {
                 (double) p->kernel_migrated >= NP_POLICY_KERNEL_BEGAN * (double) p->mem;
 }
 
-/* Pass 1: what stays whatever the load. NULL when p is a candidate. */
-static char *held(const NpLedger *l, const NpPolicyProcess *p) {
-        g_autofree char *cur = fmt_mask(p->current);
+/* Pass 1: what stays whatever the load, into *r. False when p is a
+ * candidate. A foreign process's Decision names its cgroup (libvirt's
+ * machine/qemu-1-NAME.libvirt-qemu/emulator, a container's), where its
+ * cpuset is set. */
+static bool held(const NpLedger *l, const NpPolicyProcess *p, NpReason *r) {
+        *r = (NpReason){ .nodes = copy_mask(p->current) };
         switch (p->hold) {
         case NP_HOLD_PINNED:
-                return g_strdup_printf("pinned on %s by Place()", cur);
+                r->code = NP_REASON_PINNED;
+                return true;
         case NP_HOLD_EXCLUDED:
-                return g_strdup("excluded");
+                r->code = NP_REASON_EXCLUDED;
+                return true;
         case NP_HOLD_FOREIGN:
-                return np_policy_foreign_why(p->cgroup);
+                r->code = NP_REASON_FOREIGN;
+                r->cgroup = g_strdup(p->cgroup);
+                return true;
         case NP_HOLD_MOVING:
-                return g_strdup_printf("moving to %s", cur);
+                r->code = NP_REASON_MOVING;
+                return true;
         case NP_HOLD_RESERVED:
-                return g_strdup_printf("room on %s held by an answer of Advise()", cur);
+                r->code = NP_REASON_RESERVED;
+                return true;
         case NP_HOLD_PLACED:
         case NP_HOLD_NONE:
                 break;
         }
+        r->cpu = p->cpu;
+        uint64_t wait = np_policy_move_wait_usec(l->params->min_usec_between_moves, p->failed_moves);
         if (!p->per_node)
-                return g_strdup("where its memory is is unknown (numa_maps unreadable)");
-        if (!p->mem)
-                return g_strdup("it has no memory to place");
-        if (l->params->keep_interleaved && p->mem && p->interleaved * 2 >= p->mem)
-                return g_strdup("its memory is interleaved and KeepInterleaved=yes");
-        if (p->cpu_estimated && p->growing)
+                r->code = NP_REASON_MAPS_UNKNOWN;
+        else if (!p->mem)
+                r->code = NP_REASON_NO_MEMORY;
+        else if (l->params->keep_interleaved && p->mem && p->interleaved * 2 >= p->mem)
+                r->code = NP_REASON_INTERLEAVED;
+        else if (p->cpu_estimated && p->growing)
                 /* touching its memory at full speed: a start or a burst,
                  * not what to size its node set by */
-                return g_strdup_printf("its memory is still growing (%.1f CPUs while it grew): decided once it "
-                                       "holds still",
-                                       p->cpu);
-        if (p->cpu_estimated && !kernel_began(l, p))
+                r->code = NP_REASON_GROWING;
+        else if (p->cpu_estimated && !kernel_began(l, p))
                 /* a new process's life so far includes its start: enough
                  * to find it significant at once, not to size it by */
-                return g_strdup_printf("its CPU use is not measured yet (%.1f CPUs so far): decided at the "
-                                       "follow-up scan",
-                                       p->cpu);
-        uint64_t wait = np_policy_move_wait_usec(l->params->min_usec_between_moves, p->failed_moves);
-        if (p->since_move_usec < wait && p->failed_moves)
-                return g_strdup_printf("its last move could not move %.1f MiB (%s): moved %.0f s "
-                                       "ago, waits %.0f s (MinSecondsBetweenMoves=%.0f, doubled %u time%s: one for "
-                                       "each move in a row that failed on pages)",
-                                       (double) p->failed / (1 << 20), failed_why(p), (double) p->since_move_usec / 1e6,
-                                       (double) wait / 1e6, (double) l->params->min_usec_between_moves / 1e6,
-                                       MIN(p->failed_moves, NP_POLICY_MAX_BACKOFF), p->failed_moves > 1 ? "s" : "");
-        if (p->since_move_usec < wait)
-                return g_strdup_printf("moved %.0f s ago (MinSecondsBetweenMoves=%.0f)",
-                                       (double) p->since_move_usec / 1e6,
-                                       (double) l->params->min_usec_between_moves / 1e6);
-        return NULL;
+                r->code = NP_REASON_CPU_UNMEASURED;
+        else if (p->since_move_usec < wait && p->failed_moves) {
+                r->code = NP_REASON_BACKOFF;
+                r->bytes = p->failed;
+                r->full = p->failed_full;
+                r->wait_usec = wait;
+                r->doublings = MIN(p->failed_moves, NP_POLICY_MAX_BACKOFF);
+        } else if (p->since_move_usec < wait)
+                r->code = NP_REASON_RECENTLY_MOVED;
+        r->since_usec = p->since_move_usec;
+        r->min_wait_usec = l->params->min_usec_between_moves;
+        if (r->code == NP_REASON_NONE)
+                np_reason_clear(r);
+        return r->code != NP_REASON_NONE;
 }
 
 /* For a set of more than one node chosen for p (not in the ledger): why
- * not one, told for the set's node that holds most of p's pages, e.g.
- * "; 2 alone is too small (CPUs: ...)". NULL when that node would hold p
- * by itself (the set grew from nodes p's group already uses). */
-static char *why_not_one(const NpLedger *l, const NpPolicyProcess *p, const NpMask *set) {
+ * not one, told for the set's node that holds most of p's pages ("2 alone
+ * is too small"), into r->alone_node and r->alone; nothing when that node
+ * would hold p by itself (the set grew from nodes p's group already uses). */
+static void why_not_one(const NpLedger *l, const NpPolicyProcess *p, const NpMask *set, NpReason *r) {
         if (np_mask_weight(set) < 2)
-                return NULL;
+                return;
         int best = -1;
         uint64_t best_bytes = 0;
         NP_MASK_FOREACH (n, set) {
@@ -347,18 +326,17 @@ static char *why_not_one(const NpLedger *l, const NpPolicyProcess *p, const NpMa
                 }
         }
         if (best < 0)
-                return NULL;
+                return;
         g_autoptr(NpMask) one = np_mask_new();
         np_mask_set(one, (unsigned) best);
         if (np_ledger_fits_process(l, one, p, 0.0))
-                return NULL;
-        g_autofree char *why = np_ledger_shortage_process(l, one, p, 0.0);
-        return g_strdup_printf("; %d alone is too small (%s)", best, why);
+                return;
+        r->alone_node = (unsigned) best;
+        np_ledger_shortage_process(l, one, p, 0.0, &r->alone);
 }
 
-/* The distances within a set of more than one node, for a Decision:
- * "distance 20, " or "distances 20 to 30, "; "" for one node. */
-static char *fmt_distances(const NpLedger *l, const NpMask *set) {
+/* The least and greatest distance within a set (0 for one node). */
+static void distances(const NpLedger *l, const NpMask *set, unsigned *lo_out, unsigned *hi_out) {
         unsigned lo = UINT32_MAX, hi = 0;
         NP_MASK_FOREACH (a, set)
                 NP_MASK_FOREACH (b, set)
@@ -367,80 +345,74 @@ static char *fmt_distances(const NpLedger *l, const NpMask *set) {
                                 lo = MIN(lo, d);
                                 hi = MAX(hi, d);
                         }
-        if (hi == 0)
-                return g_strdup("");
-        return lo == hi ? g_strdup_printf("distance %u, ", lo) : g_strdup_printf("distances %u to %u, ", lo, hi);
+        *lo_out = hi ? lo : 0;
+        *hi_out = hi;
 }
 
 /* `local_on` (may be NULL): nodes p runs on and already has its memory on
  * (at MemoryLocalityTarget=), which are crowded: a set within them would
  * take nodes from it without moving it anywhere better, so it is not
  * chosen (do no harm: a process spread over every node by its own busy
- * threads is not squeezed onto fewer when the machine gets busy). */
+ * threads is not squeezed onto fewer when the machine gets busy). `r`
+ * holds the context; its code and numbers are added here and the decision
+ * takes it over. */
 static NpDecision *place_or_nofit(NpLedger *l, const NpPolicyProcess *p, const NpMask *prefer, const NpMask *local_on,
-                                  const char *context) {
+                                  NpReason *r) {
         /* how many nodes it needs comes from the ledger; among sets of
          * that size, one its pages can move to now */
         g_autoptr(NpMask) ideal = choose(l, p, prefer, p->left, false);
         g_autoptr(NpMask) set = ideal ? choose(l, p, prefer, p->left, true) : NULL;
         if (set && np_mask_weight(set) != np_mask_weight(ideal))
                 g_clear_pointer(&set, np_mask_free);
+        r->cpu = p->cpu;
+        r->bytes = p->mem;
         if (local_on && ideal && np_mask_subset(set ? set : ideal, local_on)) {
                 np_ledger_footprint(l, p, +1);
-                g_autofree char *s = fmt_mask(set ? set : ideal);
-                return decision(p->pid, NP_DECISION_KEEP, NULL,
-                                g_strdup_printf("%s, which are crowded; %s would only take nodes from it: left where "
-                                                "it is",
-                                                context, s));
+                r->code = NP_REASON_CROWDED_LOCAL;
+                r->nodes = np_mask_copy(set ? set : ideal);
+                return decision(p->pid, NP_DECISION_KEEP, NULL, r);
         }
         if (!ideal && needs_every_node(l, p)) {
                 np_ledger_footprint(l, p, +1);
-                return decision(p->pid, NP_DECISION_KEEP, NULL,
-                                g_strdup_printf("%s, but %.1f CPUs need every node: left spread", context, p->cpu));
+                r->code = NP_REASON_CPU_EVERY_NODE;
+                return decision(p->pid, NP_DECISION_KEEP, NULL, r);
         }
         if (!ideal) {
                 np_ledger_footprint(l, p, +1); /* it stays where it is */
-                g_autofree char *huge = huge_note(p);
-                return decision(p->pid, NP_DECISION_NOFIT, NULL,
-                                g_strdup_printf("%s, but no set of nodes has room for %.1f CPUs and %.0f MiB%s at "
-                                                "TargetUtilization=%u%%: left where it is",
-                                                context, p->cpu, (double) p->mem / MIB, huge,
-                                                l->params->target_utilization));
+                r->code = NP_REASON_NOFIT;
+                r->huge_bytes = np_ledger_huge_in(p, NULL, 0);
+                r->target_utilization = l->params->target_utilization;
+                return decision(p->pid, NP_DECISION_NOFIT, NULL, r);
         }
         if (!set && !covers_every_cpu_node(l, ideal)) {
                 /* it goes there as soon as the memory is free: its
                  * capacity is taken there already, so no one else is put
                  * there meanwhile */
                 np_ledger_commit(l, p, ideal);
-                g_autofree char *s = fmt_mask(ideal);
-                return decision(p->pid, NP_DECISION_KEEP, NULL,
-                                g_strdup_printf("%s; %s would hold it but has not the free memory for its pages yet: "
-                                                "left where it is for now",
-                                                context, s));
+                r->code = NP_REASON_WAIT_FREE;
+                r->nodes = np_mask_copy(ideal);
+                return decision(p->pid, NP_DECISION_KEEP, NULL, r);
         }
         if (!set)
                 set = g_steal_pointer(&ideal);
         if (covers_every_cpu_node(l, set)) {
                 np_ledger_footprint(l, p, +1);
-                return decision(p->pid, NP_DECISION_KEEP, NULL,
-                                g_strdup_printf("%s, but %.1f CPUs and %.0f MiB need every node: left spread", context,
-                                                p->cpu, (double) p->mem / MIB));
+                r->code = NP_REASON_EVERY_NODE;
+                return decision(p->pid, NP_DECISION_KEEP, NULL, r);
         }
+        r->nodes = np_mask_copy(set);
         if (p->current && np_mask_equal(set, p->current)) {
                 np_ledger_footprint(l, p, +1);
-                g_autofree char *s = fmt_mask(set);
-                return decision(p->pid, NP_DECISION_KEEP, NULL,
-                                g_strdup_printf("%s; its nodes %s are still the best", context, s));
+                r->code = NP_REASON_STILL_BEST;
+                return decision(p->pid, NP_DECISION_KEEP, NULL, r);
         }
-        g_autofree char *why_more = why_not_one(l, p, set);
+        r->code = NP_REASON_PLACE;
+        why_not_one(l, p, set, r);
         np_ledger_commit(l, p, set);
         np_ledger_move_pages(l, p, set);
-        g_autofree char *s = fmt_mask(set);
-        g_autofree char *dist = fmt_distances(l, set);
-        uint64_t move = p->mem - MIN(p->mem, np_ledger_bytes_on_set(p, set));
-        return decision(p->pid, NP_DECISION_MOVE, g_steal_pointer(&set),
-                        g_strdup_printf("%s: place on %s (%s%.0f MiB to move)%s", context, s, dist, (double) move / MIB,
-                                        why_more ? why_more : ""));
+        distances(l, set, &r->dist_lo, &r->dist_hi);
+        r->bytes = p->mem - MIN(p->mem, np_ledger_bytes_on_set(p, set));
+        return decision(p->pid, NP_DECISION_MOVE, g_steal_pointer(&set), r);
 }
 
 /* Can the kernel's NUMA balancing (on) move most of p's memory? */
@@ -448,26 +420,21 @@ static bool kernel_moves(const NpLedger *l, const NpPolicyProcess *p) {
         return l->params->kernel_balancing && p->per_node && p->mem && p->balanced * 2 >= p->mem;
 }
 
-/* What the kernel's balancing (on) does about p, which the policy is about
- * to place, as the start of its Decision; NULL when it is off. */
-static char *kernel_context(const NpLedger *l, const NpPolicyProcess *p) {
+/* What the kernel's balancing does about p, which the policy is about to
+ * place (the start of its Decision), into r. */
+static void kernel_context(const NpLedger *l, const NpPolicyProcess *p, NpReason *r) {
         if (!l->params->kernel_balancing)
-                return NULL;
-        if (!kernel_moves(l, p))
-                return g_strdup(p->interleaved * 2 >= p->mem ? "the kernel's NUMA balancing does not move "
-                                                               "interleaved memory; "
-                                                             : "the kernel's NUMA balancing cannot move most of "
-                                                               "its memory (a memory policy or huge pages); ");
-        double loc = locality(p);
-        if (kernel_began(l, p))
-                return g_strdup_printf("the kernel's NUMA balancing has begun moving its memory (%.0f MiB so "
-                                       "far), numaplaced decides at first sight; ",
-                                       (double) p->kernel_migrated / (1 << 20));
-        if (p->locality_before >= 0 && loc - p->locality_before >= NP_POLICY_KERNEL_RISING)
-                return g_strdup_printf("the kernel's NUMA balancing is moving its memory to its threads (up from "
-                                       "%.0f%%), numaplaced finishes it in one move; ",
-                                       p->locality_before * 100.0);
-        return g_strdup("the kernel's NUMA balancing has not made it local; ");
+                r->kernel = NP_KERNEL_NONE;
+        else if (!kernel_moves(l, p))
+                r->kernel = p->interleaved * 2 >= p->mem ? NP_KERNEL_INTERLEAVED : NP_KERNEL_CANNOT_MOVE;
+        else if (kernel_began(l, p)) {
+                r->kernel = NP_KERNEL_BEGAN;
+                r->kernel_moved = p->kernel_migrated;
+        } else if (p->locality_before >= 0 && locality(p) - p->locality_before >= NP_POLICY_KERNEL_RISING) {
+                r->kernel = NP_KERNEL_MOVING;
+                r->kernel_before = p->locality_before;
+        } else
+                r->kernel = NP_KERNEL_NOT_LOCAL;
 }
 
 static gint cmp_size(gconstpointer a, gconstpointer b, gpointer data) {
@@ -497,14 +464,14 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
 
         /* 1: held whatever the load */
         for (guint i = 0; i < n_procs; i++) {
-                char *why = held(&l, &procs[i]);
-                if (!why)
+                NpReason r;
+                if (!held(&l, &procs[i], &r))
                         continue;
                 if (goes_to_current(&procs[i]))
                         np_ledger_commit(&l, &procs[i], procs[i].current);
                 else
                         np_ledger_footprint(&l, &procs[i], +1);
-                out[i] = decision(procs[i].pid, NP_DECISION_KEEP, NULL, why);
+                out[i] = decision(procs[i].pid, NP_DECISION_KEEP, NULL, &r);
         }
 
         /* 2: placed by the policy: stay while the nodes hold them */
@@ -512,35 +479,33 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                 const NpPolicyProcess *p = &procs[i];
                 if (out[i] || p->hold != NP_HOLD_PLACED || !p->current)
                         continue;
-                g_autofree char *cur = fmt_mask(p->current);
                 if (np_ledger_fits_process(&l, p->current, p, -NP_POLICY_HYSTERESIS)) {
-                        double there = locality_placed(p);
+                        NpReason r = { .nodes = np_mask_copy(p->current), .share = locality_placed(p) };
                         bool rest = rest_wanted(&l, p) && np_ledger_movable(&l, p, p->current);
                         np_ledger_commit(&l, p, p->current);
                         if (rest) {
                                 /* pages left behind (a move that ran out of
                                  * room, allocations elsewhere): move the rest */
                                 np_ledger_move_pages(&l, p, p->current);
-                                out[i] = decision(p->pid, NP_DECISION_MOVE, np_mask_copy(p->current),
-                                                  g_strdup_printf("placed on %s, but only %.0f%% of its memory is "
-                                                                  "there: moving the rest",
-                                                                  cur, there * 100.0));
+                                r.code = NP_REASON_PLACED_REST;
+                                out[i] = decision(p->pid, NP_DECISION_MOVE, np_mask_copy(p->current), &r);
                                 continue;
                         }
-                        char *why = stuck_now(p) ? g_strdup_printf("placed on %s, which has room (its last move "
-                                                                   "left %.1f MiB elsewhere that it could not move)",
-                                                                   cur, (double) stuck_now(p) / (1 << 20))
-                                : p->failed && rest_wanted(&l, p)
-                                ? g_strdup_printf("placed on %s; its last move could not move %.1f MiB (%s): the "
-                                                  "rest follows when %s has room for it",
-                                                  cur, (double) p->failed / (1 << 20), failed_why(p), cur)
-                                : g_strdup_printf("placed on %s, which has room", cur);
-                        out[i] = decision(p->pid, NP_DECISION_KEEP, NULL, why);
+                        if (stuck_now(p)) {
+                                r.code = NP_REASON_PLACED_STUCK;
+                                r.bytes = stuck_now(p);
+                        } else if (p->failed && rest_wanted(&l, p)) {
+                                r.code = NP_REASON_PLACED_FAILED;
+                                r.bytes = p->failed;
+                                r.full = p->failed_full;
+                        } else
+                                r.code = NP_REASON_PLACED_ROOM;
+                        out[i] = decision(p->pid, NP_DECISION_KEEP, NULL, &r);
                         continue;
                 }
-                g_autofree char *why = np_ledger_shortage_process(&l, p->current, p, -NP_POLICY_HYSTERESIS);
-                g_autofree char *ctx = g_strdup_printf("placed on %s, which is now crowded (%s)", cur, why);
-                out[i] = place_or_nofit(&l, p, p->current, NULL, ctx);
+                NpReason r = { .context = NP_CONTEXT_CROWDED, .on = np_mask_copy(p->current) };
+                np_ledger_shortage_process(&l, p->current, p, -NP_POLICY_HYSTERESIS, &r.crowded);
+                out[i] = place_or_nofit(&l, p, p->current, NULL, &r);
         }
 
         /* 3a: the candidates already local, on nodes that hold them: they
@@ -554,14 +519,13 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                 if (loc * 100.0 < (double) params->memory_locality_target || !p->running ||
                     !np_ledger_fits_process(&l, p->running, p, -NP_POLICY_HYSTERESIS))
                         continue;
-                g_autofree char *on = fmt_mask(p->running);
                 np_ledger_footprint(&l, p, +1);
-                out[i] = decision(p->pid, NP_DECISION_KEEP, NULL,
-                                  g_strdup_printf("%.0f%% of its memory is on the nodes it runs on (%s)%s", loc * 100.0,
-                                                  on,
-                                                  kernel_moves(&l, p) ? "; the kernel's NUMA balancing keeps it "
-                                                                        "local"
-                                                                      : ""));
+                NpReason r = { .code = NP_REASON_LOCAL, .on = np_mask_copy(p->running), .share = loc };
+                /* one that runs on every node is local nowhere: the kernel
+                 * balances it within them */
+                if (kernel_moves(&l, p))
+                        r.kernel = covers_every_cpu_node(&l, p->running) ? NP_KERNEL_EVERY_NODE : NP_KERNEL_KEEPS_LOCAL;
+                out[i] = decision(p->pid, NP_DECISION_KEEP, NULL, &r);
         }
 
         /* 3b: the rest, biggest first */
@@ -579,21 +543,16 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                         g_autoptr(NpMask) one = choose(&l, p, NULL, p->left, false);
                         if (!one || np_mask_weight(one) > 1) {
                                 np_ledger_footprint(&l, p, +1);
-                                out[i] = decision(p->pid, NP_DECISION_KEEP, NULL,
-                                                  g_strdup_printf("its CPU use is not measured yet (%.1f CPUs so "
-                                                                  "far) and no single node holds it now: decided "
-                                                                  "at the follow-up scan",
-                                                                  p->cpu));
+                                NpReason r = { .code = NP_REASON_CPU_UNMEASURED_SPREAD, .cpu = p->cpu };
+                                out[i] = decision(p->pid, NP_DECISION_KEEP, NULL, &r);
                                 continue;
                         }
                 }
                 double loc = locality(p);
-                g_autofree char *on = fmt_mask(p->running);
-                g_autofree char *kernel = kernel_context(&l, p);
-                g_autofree char *ctx = g_strdup_printf("%s%.0f%% of its memory is on the nodes it runs on (%s)",
-                                                       kernel ? kernel : "", loc * 100.0, on);
+                NpReason r = { .context = NP_CONTEXT_SHARE, .on = copy_mask(p->running), .share = loc };
+                kernel_context(&l, p, &r);
                 bool local = loc * 100.0 >= (double) params->memory_locality_target && p->running;
-                out[i] = place_or_nofit(&l, p, NULL, local ? p->running : NULL, ctx);
+                out[i] = place_or_nofit(&l, p, NULL, local ? p->running : NULL, &r);
         }
 
         for (guint i = 0; i < n_procs; i++)
@@ -624,9 +583,9 @@ GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPo
                 NpDecision *c = g_new0(NpDecision, 1);
                 c->pid = procs[i].pid;
                 c->kind = d->kind;
-                c->nodes = d->nodes ? np_mask_copy(d->nodes) : NULL;
-                c->why = g.size[j] > 1 ? g_strdup_printf("with the %u processes of its unit: %s", g.size[j], d->why)
-                                       : g_strdup(d->why);
+                c->nodes = copy_mask(d->nodes);
+                np_reason_copy(&c->reason, &d->reason);
+                c->reason.unit_members = g.size[j];
                 g_ptr_array_add(res, c);
         }
         np_policy_groups_clear(&g);

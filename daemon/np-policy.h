@@ -55,6 +55,7 @@
 #include <stdint.h>
 
 #include "np-nodemask.h"
+#include "np-reason.h"
 #include "np-sample.h"
 
 typedef struct {
@@ -128,7 +129,7 @@ typedef struct {
 } NpPolicyParams;
 
 typedef enum {
-        NP_DECISION_KEEP, /* leave it where it is (why says why) */
+        NP_DECISION_KEEP, /* leave it where it is (reason says why) */
         NP_DECISION_MOVE, /* place it on `nodes` */
         NP_DECISION_NOFIT, /* it should move but nothing has room: left where it is */
 } NpDecisionKind;
@@ -137,14 +138,10 @@ typedef struct {
         int pid;
         NpDecisionKind kind;
         NpMask *nodes; /* MOVE: the target; NOFIT: the nodes that would be needed (may be NULL); KEEP: NULL */
-        char *why; /* one line for the log and the Process's Decision property */
+        NpReason reason; /* why: np_reason_render() words it for the log and the Decision property */
 } NpDecision;
 
 void np_decision_free(NpDecision *d);
-
-/* The Decision of a process narrowed by someone else (NP_HOLD_FOREIGN):
- * names its cgroup (may be NULL) unless that is the root. Caller frees. */
-char *np_policy_foreign_why(const char *cgroup);
 
 /* How long after its last move a process may move again: min_usec (MinSecondsBetweenMoves=),
  * doubled for each of its last moves in a row that failed on pages (its

@@ -142,9 +142,6 @@ static inline uint64_t np_proc_entry_memory(const NpProcEntry *e) {
  * NpProcEntry* owned by the table, valid until the next scan or free. */
 const GPtrArray *np_proc_table_entries(const NpProcTable *t);
 
-/* The entry of pid (a user process or a kernel thread), or NULL. */
-const NpProcEntry *np_proc_table_lookup(const NpProcTable *t, int pid);
-
 /* stat of pid, read now through its kept stat descriptor (the kernel formats
  * it for this read), without touching the entry. 0, -ENOENT when the table
  * keeps no stat descriptor for pid (read it by path), -ESRCH when the
@@ -172,17 +169,6 @@ typedef enum {
  * another negative errno.
  */
 int np_proc_table_read_detail(NpProcTable *t, int pid, NpProcDetail which, char **contents);
-
-typedef struct {
-        unsigned max_kept; /* the cap */
-        unsigned kept; /* descriptors kept now */
-        unsigned beyond_cap; /* user processes read with open+read+close (no descriptor) */
-        unsigned kthreads; /* kernel threads known (never read) */
-        uint64_t statm_reads, stat_reads, discovered, dropped; /* totals since the table was made */
-        uint64_t hugetlb_looks; /* status reads for HugetlbPages, since the table was made */
-} NpProcTableStats;
-
-void np_proc_table_stats(const NpProcTable *t, NpProcTableStats *out);
 
 /* Parse a statm line ("size resident shared text lib data dt", in pages).
  * 0 with *resident, *text and *size (may be NULL) set, or -EINVAL for

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "np-sysroot.h"
+#include "np-test-api.h"
 
 /* ---- small lexing helpers ---------------------------------------------- */
 

@@ -204,10 +204,6 @@ NpMask *np_numa_maps_nodes(const NpNumaMaps *m);
 int np_read_pid_stat(int pid, NpPidStat *out);
 int np_read_numa_maps(int pid, NpNumaMaps *out);
 
-/* List the numeric entries of <root>/proc, sorted. Returns a new GArray of
- * int (empty when <root>/proc cannot be read). */
-GArray *np_list_pids(void);
-
 /* Clock ticks per second (sysconf(_SC_CLK_TCK)). */
 long np_clock_ticks(void);
 

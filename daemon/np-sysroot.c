@@ -10,6 +10,8 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "np-test-api.h"
+
 static char *root_prefix;
 /* A machine-wide file kept open between scans. */
 typedef struct {

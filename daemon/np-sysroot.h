@@ -27,10 +27,6 @@ char *np_path(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
 int np_read_file(const char *path, char **contents, size_t *len);
 int np_read_filef(char **contents, size_t *len, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
 
-/* Read a file that holds a single unsigned decimal integer. 0 or -errno
- * (-EINVAL for anything else, including a sign). */
-int np_read_u64(const char *path, guint64 *out);
-
 /*
  * The same for the machine-wide files read every scan (/proc/stat, the nodes'
  * meminfo, node/online, numa_balancing): a file on procfs or sysfs (below
@@ -48,7 +44,5 @@ int np_read_u64(const char *path, guint64 *out);
 #define NP_KEPT_FILES_MAX 64
 int np_read_file_kept(const char *path, char **contents, size_t *len);
 int np_read_u64_kept(const char *path, guint64 *out);
-/* How many files are kept open now; close them all (np_sysroot_set() does,
- * since the root changes). */
-unsigned np_kept_files_count(void);
+/* Close every kept file (np_sysroot_set() does, since the root changes). */
 void np_kept_files_close(void);

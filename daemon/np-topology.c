@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "np-sysroot.h"
+#include "np-test-api.h"
 
 #define NODE_DIR "/sys/devices/system/node"
 

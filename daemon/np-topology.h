@@ -72,8 +72,6 @@ int np_parse_distance_line(const char *buf, const NpMask *online, GArray *out);
 
 /* The node with this id, or NULL. */
 NpNode *np_topology_node(const NpTopology *t, unsigned id);
-/* The distance between two nodes, or 0 when unknown. */
-unsigned np_topology_distance(const NpTopology *t, unsigned a, unsigned b);
 /* The union of the CPUs of the given nodes. Caller frees. */
 NpMask *np_topology_cpus_of(const NpTopology *t, const NpMask *nodes);
 /* The node holding this CPU, or -1. */

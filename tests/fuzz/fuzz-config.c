@@ -14,6 +14,7 @@
 
 #include "fuzz.h"
 #include "np-config.h"
+#include "np-test-api.h"
 
 #define MAX_DROPINS 8
 

@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
         esac
 done
 if [ ${#targets[@]} -eq 0 ]; then
-        targets=(pid-stat pid-status numa-maps proc-stat meminfo distance nodelist state config)
+        targets=(pid-stat pid-status numa-maps numastat shmaps proc-stat meminfo distance nodelist state config)
 fi
 
 # fuzz-config writes its input to a directory under $TMPDIR: on tmpfs it runs

@@ -25,7 +25,7 @@ def read(path):
 
 
 def seeds():
-    out = {t: {} for t in ("pid-stat", "pid-status", "numa-maps", "proc-stat", "meminfo", "distance",
+    out = {t: {} for t in ("pid-stat", "pid-status", "numa-maps", "numastat", "shmaps", "proc-stat", "meminfo", "distance",
                            "nodelist", "state", "config")}
 
     def add(target, name, data):
@@ -77,6 +77,43 @@ def seeds():
         b"7f0000400000 bind:2 file=/x\\012y huge dirty=1 N2=1 kernelpagesize_kB=2048\n"
         b"7f0000800000 weighted interleave:1,3 anon=2 N1=1 N3=1\n"
         b"7f0000c00000 default\n")
+    items = (b"anon", b"file", b"kernel_stack", b"pagetables", b"sec_pagetables", b"shmem", b"file_mapped",
+             b"file_dirty", b"file_writeback", b"swapcached", b"anon_thp", b"file_thp", b"shmem_thp",
+             b"inactive_anon", b"active_anon", b"inactive_file", b"active_file", b"unevictable",
+             b"slab_reclaimable", b"slab_unreclaimable", b"workingset_refault_anon", b"workingset_refault_file",
+             b"workingset_activate_anon", b"workingset_activate_file", b"workingset_restore_anon",
+             b"workingset_restore_file", b"workingset_nodereclaim")
+    add("numastat", "edge-4node", b"".join(b"%s N0=%d N1=4096 N2=0 N3=%d\n" % (it, 4096 * i, 1 << 30)
+                                           for i, it in enumerate(items)))
+    add("numastat", "edge-sparse", b"anon N0=4096 N2=1073741824\nfile N0=8192 N2=0\nshmem N0=8192 N2=0\n"
+        b"active_file N0=0 N2=0 N1023=18446744073709551615")
+    add("numastat", "edge-v1", b"total=10 N0=5 N1=5\nfile=4 N0=4 N1=0\nanon=6 N0=1 N1=5\n")
+    add("numastat", "edge-bad", b"anon N0=1 N0=2\nfile N1024=1\nshmem N0=18446744073709551616\n")
+    add("numastat", "edge-empty", b"")
+    add("shmaps", "edge-probe",
+        b"55c991923000-55c991924000 r--p 00000000 fe:00 10953293                   /usr/local/bin/probe\n"
+        b"55c9baf96000-55c9bafb7000 rw-p 00000000 00:00 0                          [heap]\n"
+        b"7fbd8bac3000-7fbd8bbc3000 r--s 00000000 fe:00 10953338                   /srv/data/disk file\n"
+        b"7fbd8bbc3000-7fbd8bcc3000 rw-s 00000000 00:01 131                        /dev/zero (deleted)\n"
+        b"7fbd8bcc3000-7fbd8bdc3000 r--p 00000000 00:1a 15                         /dev/shm/np probe (x)\n"
+        b"7fbd8bdc3000-7fbd8bec3000 rw-s 00000000 00:1a 15                         /dev/shm/np probe (x)\n"
+        b"7fbd8bec3000-7fbd8bfc3000 rw-s 00000000 00:01 130                        /memfd:pg shared (buf) (deleted)\n"
+        b"7fbd8bfc3000-7fbd8c0c3000 rw-s 00000000 00:01 2                          /SYSV00000000 (deleted)\n"
+        b"7fbd8c0c3000-7fbd8c0c6000 rw-p 00000000 00:00 0 \n"
+        b"7fbd8c0ec000-7fbd8c242000 r-xp 00026000 fe:00 332835                     "
+        b"/usr/lib/x86_64-linux-gnu/libc.so.6\n"
+        b"7fbd8c2ae000-7fbd8c2af000 r--s 00000000 00:1a 16                         /dev/shm/np-unlinked (deleted)\n"
+        b"7fbd8c2b2000-7fbd8c2b4000 r--s 00000000 00:01 3                          /SYSV4e505301 (deleted)\n"
+        b"7fbd8c2bc000-7fbd8c2be000 r-xp 00000000 00:00 0                          [vdso]\n"
+        b"7fffeaccc000-7fffeaced000 rw-p 00000000 00:00 0                          [stack]\n"
+        b"ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]\n")
+    add("shmaps", "edge-names",
+        b"7f0000000000-7f0000001000 rw-s 00000000 00:01 7 /memfd:a) (b (deleted) (deleted)\n"
+        b"7f0000001000-7f0000002000 rw-s 00000000 00:01 8 [anon_shmem:pool (a)]\n"
+        b"7f0000200000-7f0000400000 rw-s 00000000 00:1f4 9 /memfd:huge (deleted)\n"
+        b"7f0000000000-7f0000001000 rw-s 00000000 fe:00 7 /SYSV00000000 (deleted)\n"
+        b"7f0000400000-7f0000401000 r--s 00001000 00:1a 10 /dev/shm/PostgreSQL.1804289383")
+    add("shmaps", "edge-bad", b"7f01-7f00 rw-s 00000000 00:01 7 /dev/zero (deleted)\n")
     add("proc-stat", "edge-short", b"cpu  1 2 3 4\ncpu0 1 2 3 4\ncpu7 1 2 3 4 5 6 7 8 9 10 11\nintr 1\n")
     add("distance", "edge-sparse", b"0,2,5,9,70\n10 16 32 32 40\n")
     add("meminfo", "edge-hugepages", b"Node 0 MemTotal:  1024 kB\nNode 0 MemFree: 512 kB\n"

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "np-authz.h"
+#include "np-test-api.h"
 
 static void test_result(void) {
         g_assert_cmpint(np_authz_verdict_from_result(true, false), ==, NP_AUTHZ_GRANTED);

@@ -27,6 +27,7 @@
 #include "np-backend-private.h"
 #include "np-backend.h"
 #include "np-state.h"
+#include "np-test-api.h"
 
 static char *cg_name;
 static char *cleanup_dir;

@@ -8,6 +8,7 @@
 #include <syslog.h>
 
 #include "np-config.h"
+#include "np-test-api.h"
 
 #define SEC UINT64_C(1000000)
 

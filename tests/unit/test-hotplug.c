@@ -20,6 +20,7 @@
 #include "np-sample.h"
 #include "np-scan.h"
 #include "np-sysroot.h"
+#include "np-test-api.h"
 
 typedef struct {
         char *root;

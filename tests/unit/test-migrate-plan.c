@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "np-migrate-plan.h"
+#include "np-test-api.h"
 
 static NpMask *mask(const char *list) {
         NpMask *m = NULL;

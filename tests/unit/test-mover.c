@@ -23,6 +23,7 @@
 
 #include "np-migrate-plan.h"
 #include "np-mover.h"
+#include "np-test-api.h"
 #include "np-thread.h"
 
 #define CHILD_MB 16

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "np-nodemask.h"
+#include "np-test-api.h"
 
 static void assert_roundtrip(const char *in, const char *expect) {
         g_autoptr(NpMask) m = NULL;

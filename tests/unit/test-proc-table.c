@@ -31,6 +31,7 @@
 
 #include "np-proc-table.h"
 #include "np-sysroot.h"
+#include "np-test-api.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define GIB (UINT64_C(1) << 30)

@@ -28,6 +28,7 @@
 #include "np-proc-table.h"
 #include "np-process.h"
 #include "np-sysroot.h"
+#include "np-test-api.h"
 #include "np-topology.h"
 
 static char *self_exe;

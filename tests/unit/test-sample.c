@@ -11,6 +11,7 @@
 #include "np-proc-table.h"
 #include "np-sample.h"
 #include "np-sysroot.h"
+#include "np-test-api.h"
 
 #define KIB UINT64_C(1024)
 #define MIB (UINT64_C(1) << 20)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "np-sysroot.h"
+#include "np-test-api.h"
 
 static const char *fixtures(void) {
         const char *f = g_getenv("NP_FIXTURES");

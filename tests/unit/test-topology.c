@@ -8,6 +8,7 @@
 
 #include "np-sample.h"
 #include "np-sysroot.h"
+#include "np-test-api.h"
 #include "np-topology.h"
 
 #define GIB (UINT64_C(1) << 30)
