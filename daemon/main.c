@@ -15,6 +15,7 @@
 #include "np-daemon.h"
 #include "np-manager.h"
 #include "np-migrate-plan.h"
+#include "np-scan.h"
 #include "np-sysroot.h"
 
 static char *opt_config;
@@ -77,10 +78,10 @@ static int run_plan(const NpConfig *config) {
 }
 
 static int run_once(NpManager *m) {
-        int r = np_manager_scan(m);
+        int r = np_scan_run(m);
         if (r >= 0) {
                 g_usleep(G_USEC_PER_SEC);
-                r = np_manager_scan(m);
+                r = np_scan_run(m);
         }
         if (r < 0) {
                 fprintf(stderr, "numaplaced: scan failed: %s\n", g_strerror(-r));

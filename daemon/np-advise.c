@@ -18,6 +18,7 @@
 #include "np-log.h"
 #include "np-manager.h"
 #include "np-placer.h"
+#include "np-scan.h"
 
 #define BUS_NAME "org.numaplaced1"
 
@@ -199,12 +200,12 @@ static NpMask *ask_machine(double cpus, uint64_t bytes, const char *config_file,
                 return NULL;
         }
         uint64_t t0 = np_now_usec(CLOCK_MONOTONIC);
-        (void) np_manager_scan(m);
+        (void) np_scan_run(m);
         uint64_t now = np_now_usec(CLOCK_MONOTONIC), took = now - t0;
         uint64_t left = deadline > now + took ? deadline - now - took : 0;
         if (left >= NP_ADVISE_SAMPLE_USEC / 10) {
                 g_usleep(MIN(left, NP_ADVISE_SAMPLE_USEC));
-                if (np_manager_scan(m) < 0)
+                if (np_scan_run(m) < 0)
                         fprintf(stderr, "numaplaced: sampling the nodes failed; advice from their sizes only\n");
         } else {
                 fprintf(stderr, "numaplaced: sampling this machine is slow (%.1f s); advice from one sample\n",

@@ -16,6 +16,7 @@
 #include "np-migrate-plan.h"
 #include "np-place.h"
 #include "np-placer.h"
+#include "np-thread.h"
 
 struct NpBus {
         sd_bus *bus;
@@ -136,7 +137,7 @@ GETTER(get_paused) {
         return sd_bus_message_append(reply, "b", (int) MGR(userdata)->paused);
 }
 GETTER(get_daemon_cpu) {
-        return sd_bus_message_append(reply, "t", np_self_cpu_usec());
+        return sd_bus_message_append(reply, "t", np_cpu_usec(RUSAGE_SELF));
 }
 GETTER(get_node_ids) {
         return append_mask(reply, MGR(userdata)->topology->online);

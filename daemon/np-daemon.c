@@ -17,6 +17,7 @@
 #include "np-metrics.h"
 #include "np-place.h"
 #include "np-placer.h"
+#include "np-scan.h"
 
 typedef struct {
         NpManager *m;
@@ -85,7 +86,7 @@ static void notify_status(NpDaemon *d) {
 
 /* The scan timer fires at the next scan or, while the interval is
  * stretched past ScanIntervalSec, every ScanIntervalSec before it for a
- * peek (np_manager_peek()). */
+ * peek (np_scan_peek()). */
 static int arm_scan_timer(NpDaemon *d) {
         uint64_t peek = np_now_usec(CLOCK_MONOTONIC) + d->m->config->scan_interval_usec;
         int r = sd_event_source_set_time(d->scan_timer, MIN(d->next_scan_usec, peek));
@@ -104,11 +105,11 @@ static void schedule_scan(NpDaemon *d) {
 static int on_scan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         NpDaemon *d = userdata;
         int r;
-        if (usec + PEEK_SLACK_USEC < d->next_scan_usec && !np_manager_peek(d->m)) {
+        if (usec + PEEK_SLACK_USEC < d->next_scan_usec && !np_scan_peek(d->m)) {
                 r = arm_scan_timer(d);
                 goto armed;
         }
-        r = np_manager_scan(d->m);
+        r = np_scan_run(d->m);
         /* also when paused: a placement whose CPUs went away is not kept */
         (void) np_hotplug_recheck(d->m);
         if (r < 0)
@@ -238,7 +239,7 @@ int np_daemon_run(NpManager *m) {
         if (r < 0)
                 goto out;
 
-        r = np_manager_scan(m);
+        r = np_scan_run(m);
         if (r < 0)
                 log_warning("The first scan could not sample the nodes: %s", g_strerror(-r));
         r = sd_event_add_time_relative(e, &scan_timer, CLOCK_MONOTONIC, m->scan_interval_usec, 0, on_scan_timer, &d);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 
+#include "np-classify.h"
 #include "np-log.h"
 #include "np-place.h"
 #include "np-reason.h"
@@ -21,13 +22,11 @@ static void log_event(const NpProcess *p, int level, const char *what) {
 
 /* It is no longer held: State observed (or excluded), no target. */
 static void mark_released(NpManager *m, NpProcess *p) {
-        g_autoptr(NpMask) old = p->target ? np_mask_copy(p->target) : NULL;
-        np_process_set_state(p, np_manager_is_excluded(m, p) ? NP_PROC_EXCLUDED : NP_PROC_OBSERVED, NULL,
+        np_manager_set_state(m, p, np_classify_excluded(m, p) ? NP_PROC_EXCLUDED : NP_PROC_OBSERVED, NULL,
                              p->last_placed_usec);
-        np_manager_process_changed(m, p, old);
         /* its allowed CPUs and nodes as they are now, before the policy
          * looks at it (else it takes the release for someone else's doing) */
-        (void) np_manager_update_process(m, p); /* a vanished one goes with the next scan */
+        (void) np_classify_update(m, p); /* a vanished one goes with the next scan */
 }
 
 /* The note on p's nodes whose CPUs changed from held to cpus (may be NULL). Caller frees. */
@@ -74,8 +73,6 @@ static void confine_again(NpManager *m, NpProcess *p, const NpMask *held, const 
                        NULL);
         np_process_set_note(p, note);
         log_event(p, LOG_NOTICE, note);
-        if (p->changed)
-                m->changes.processes = true;
 }
 
 /* CPUs came back: threads put back without them get them now, and their
@@ -89,7 +86,7 @@ static void complete_restores(NpManager *m) {
                 if (!p)
                         continue;
                 np_details_age_invalidate(&p->details_age);
-                (void) np_manager_update_process(m, p); /* a vanished one goes with the next scan */
+                (void) np_classify_update(m, p); /* a vanished one goes with the next scan */
         }
 }
 
@@ -133,7 +130,5 @@ unsigned np_hotplug_recheck(NpManager *m) {
         }
         if (!keep)
                 np_mask_zero(m->cpus_changed);
-        if (acted)
-                m->changes.processes = true;
         return acted;
 }

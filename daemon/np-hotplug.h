@@ -2,7 +2,7 @@
 #pragma once
 /*
  * The held placements against the machine as it is now. The scan reloads
- * the topology when CPUs, nodes or a node's memory change (np-manager.h);
+ * the topology when CPUs, nodes or a node's memory change (np-scan.h);
  * after it, each process the daemon holds is checked:
  *
  *   - placed by the policy, and its nodes lost their last online CPU in this

@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include "np-classify.h"
 #include "np-log.h"
+#include "np-scan.h"
 
 int np_manager_forget(NpManager *m, int pid, GError **error) {
         bool known = g_hash_table_remove(m->included, GINT_TO_POINTER(pid));
@@ -30,11 +32,9 @@ int np_manager_forget(NpManager *m, int pid, GError **error) {
                 known = true;
         }
         if (p) {
-                g_autoptr(NpMask) old = p->target ? np_mask_copy(p->target) : NULL;
                 known |= p->state != NP_PROC_OBSERVED;
-                np_process_set_state(p, NP_PROC_OBSERVED, NULL, p->last_placed_usec);
-                np_manager_process_changed(m, p, old);
-                if (np_manager_update_process(m, p) < 0) {
+                np_manager_set_state(m, p, NP_PROC_OBSERVED, NULL, p->last_placed_usec);
+                if (np_classify_update(m, p) < 0) {
                         /* gone: the next scan drops it */
                 }
         }
@@ -47,12 +47,12 @@ int np_manager_forget(NpManager *m, int pid, GError **error) {
 }
 
 static int mark(NpManager *m, GHashTable *add, GHashTable *drop, int pid, GError **error) {
-        NpProcess *p = np_manager_lookup_live(m, pid, error);
+        NpProcess *p = np_scan_pid(m, pid, error);
         if (!p)
                 return -ESRCH;
         g_hash_table_remove(drop, GINT_TO_POINTER(pid));
         g_hash_table_insert(add, GINT_TO_POINTER(pid), GSIZE_TO_POINTER((gsize) p->starttime));
-        if (np_manager_update_process(m, p) < 0) {
+        if (np_classify_update(m, p) < 0) {
                 g_set_error(error, NP_ERROR, NP_ERROR_NO_SUCH_PROCESS, "Process %d exited", pid);
                 return -ESRCH;
         }

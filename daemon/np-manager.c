@@ -1,20 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The manager: state, scans, configuration. See np-manager.h. */
+/* The manager: state, its lifetime, change records, reload and pause. See np-manager.h. */
 #include "np-manager.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 
 #include "np-build-config.h"
+#include "np-classify.h"
 #include "np-log.h"
-#include "np-sysroot.h"
-#include "np-thread.h"
 
 uint64_t np_now_usec(clockid_t clock) {
         struct timespec ts;
@@ -58,6 +55,14 @@ static const char *runtime_dir_default(void) {
         return NP_RUNTIME_DIR;
 }
 
+/* A record that goes (exited, a reused pid, the manager freed) changes the
+ * set of published processes. */
+static void process_drop(NpProcess *p) {
+        if (p->owner_changed)
+                *p->owner_changed = true;
+        np_process_free(p);
+}
+
 NpManager *np_manager_new(const char *config_file, NpConfig *config, GError **error) {
         g_autoptr(NpManager) m = g_new0(NpManager, 1);
         m->config_file = g_strdup(config_file);
@@ -68,7 +73,7 @@ NpManager *np_manager_new(const char *config_file, NpConfig *config, GError **er
         m->node_samples = g_array_new(FALSE, TRUE, sizeof(NpNodeSample));
         m->cpu_ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
         m->peek_ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
-        m->processes = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify) np_process_free);
+        m->processes = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify) process_drop);
         m->included = g_hash_table_new(g_direct_hash, g_direct_equal);
         m->excluded = g_hash_table_new(g_direct_hash, g_direct_equal);
         uint64_t nofile = 0;
@@ -172,76 +177,6 @@ GArray *np_manager_managed_pids(NpManager *m) {
         return np_manager_managed_pids_on(m, UINT32_MAX);
 }
 
-/* ---- change records ----------------------------------------------------- */
-
-void np_manager_changed(NpManager *m, uint32_t props) {
-        m->changes.manager |= props;
-}
-
-void np_manager_node_changed(NpManager *m, unsigned node, uint32_t props) {
-        gpointer key = GUINT_TO_POINTER(node);
-        uint32_t old = GPOINTER_TO_UINT(g_hash_table_lookup(m->changes.nodes, key));
-        g_hash_table_insert(m->changes.nodes, key, GUINT_TO_POINTER(old | props));
-}
-
-void np_manager_process_changed(NpManager *m, NpProcess *p, const NpMask *old_target) {
-        m->changes.processes = true;
-        if (!(p->changed & (NP_PROCESS_STATE | NP_PROCESS_TARGET_NODES)))
-                return;
-        np_manager_changed(m, NP_MANAGER_MANAGED);
-        if (old_target)
-                NP_MASK_FOREACH (n, old_target)
-                        np_manager_node_changed(m, (unsigned) n, NP_NODE_MANAGED);
-        if (p->target)
-                NP_MASK_FOREACH (n, p->target)
-                        np_manager_node_changed(m, (unsigned) n, NP_NODE_MANAGED);
-}
-
-/* ---- process sampling --------------------------------------------------- */
-
-static bool pid_in(GHashTable *t, const NpProcess *p) {
-        gpointer v;
-        if (g_hash_table_size(t) == 0 || !g_hash_table_lookup_extended(t, GINT_TO_POINTER(p->pid), NULL, &v))
-                return false;
-        return GPOINTER_TO_SIZE(v) == (gsize) p->starttime;
-}
-
-bool np_manager_is_included(NpManager *m, const NpProcess *p) {
-        return pid_in(m->included, p) ||
-                np_config_list_match(m->config->include, (unsigned) p->pid, p->comm, p->cgroup);
-}
-
-/* With the systemd backend, a process in a unit the daemon must not change
- * (init.scope, the daemon's own unit) is left alone, as excluded. */
-static bool in_untouchable_unit(NpManager *m, const NpProcess *p) {
-        if (!m->backend || np_backend_kind(m->backend) != NP_BACKEND_SYSTEMD || !p->unit || !p->unit[0])
-                return false;
-        if (g_str_equal(p->unit, "init.scope"))
-                return true;
-        if (!m->self_unit) {
-                g_autoptr(NpProcess) self = np_process_new(m->self_pid, 0);
-                np_process_read_cgroup(self, NULL);
-                m->self_unit = g_strdup(self->unit ? self->unit : "");
-        }
-        return m->self_unit[0] && g_str_equal(p->unit, m->self_unit);
-}
-
-bool np_manager_is_excluded(NpManager *m, const NpProcess *p) {
-        return pid_in(m->excluded, p) ||
-                np_config_list_match(m->config->exclude, (unsigned) p->pid, p->comm, p->cgroup) ||
-                in_untouchable_unit(m, p);
-}
-
-/* Hysteresis: a significant process stays so until its CPU use falls below
- * this share of MinProcessCPU= or its memory below this share of
- * MinProcessMemory=, so that one running right at a threshold (a duty
- * cycle of 50% against the default 0.5 CPU) does not come and go every
- * scan, and with it its bus object and its place in the policy's ledger. */
-#define NP_SIGNIFICANT_KEEP_CPU 0.8
-#define NP_SIGNIFICANT_KEEP_MEMORY 0.9
-/* locality that moved less than this between two reads: the kernel is done */
-#define NP_KERNEL_SETTLED_LOCALITY 0.01
-
 void np_manager_count(const NpManager *m, unsigned *significant, unsigned *held) {
         unsigned sig = 0, h = 0;
         GHashTableIter it;
@@ -256,541 +191,59 @@ void np_manager_count(const NpManager *m, unsigned *significant, unsigned *held)
         *held = h;
 }
 
-const char *np_manager_unit_of(NpManager *m, const NpProcess *p) {
-        if (!m->backend || np_backend_kind(m->backend) != NP_BACKEND_SYSTEMD || !p->unit || !p->unit[0] ||
-            g_str_equal(p->unit, "init.scope"))
-                return NULL;
-        if (!g_str_has_suffix(p->unit, ".service") && !g_str_has_suffix(p->unit, ".scope"))
-                return NULL;
-        return p->unit;
+/* ---- change records ----------------------------------------------------- */
+
+void np_manager_changed(NpManager *m, uint32_t props) {
+        m->changes.manager |= props;
 }
 
-/* Another process of p's unit is placed or being placed by the systemd
- * mechanism: the unit carries the daemon's AllowedCPUs/AllowedMemoryNodes,
- * which narrow p too. */
-static bool unit_carries_daemon_values(NpManager *m, const NpProcess *p) {
-        if (!np_manager_unit_of(m, p))
-                return false;
-        GHashTableIter it;
-        gpointer v;
-        g_hash_table_iter_init(&it, m->processes);
-        while (g_hash_table_iter_next(&it, NULL, &v)) {
-                const NpProcess *o = v;
-                if (o != p && (np_process_held(o) || o->moving_to) && g_strcmp0(o->unit, p->unit) == 0)
-                        return true;
-        }
-        return false;
+void np_manager_node_changed(NpManager *m, unsigned node, uint32_t props) {
+        gpointer key = GUINT_TO_POINTER(node);
+        uint32_t old = GPOINTER_TO_UINT(g_hash_table_lookup(m->changes.nodes, key));
+        g_hash_table_insert(m->changes.nodes, key, GUINT_TO_POINTER(old | props));
 }
 
-bool np_manager_is_foreign(NpManager *m, const NpProcess *p) {
-        if (np_process_held(p) || np_manager_is_included(m, p))
-                return false;
-        if (unit_carries_daemon_values(m, p))
-                return false;
-        if (p->cpus_allowed && !np_mask_subset(m->topology->all_cpus, p->cpus_allowed))
-                return true;
-        if (p->mems_allowed && !np_mask_subset(m->topology->with_memory, p->mems_allowed))
-                return true;
-        return false;
-}
-
-bool np_manager_kernel_balancing(const NpManager *m) {
-        return (m->kernel_numa_balancing & 1u) != 0;
-}
-
-/* A candidate of the policy whose memory the kernel's NUMA balancing can
- * move and which is not local yet, or whose locality still changed between
- * its last two reads (the kernel may be moving it, or its threads moved):
- * the policy must not decide on where its pages were a scan ago. */
-static bool kernel_moving(const NpManager *m, const NpProcess *p) {
-        if (!np_manager_kernel_balancing(m) || !p->significant || p->state != NP_PROC_OBSERVED || !p->maps.per_node ||
-            p->maps.balanced_bytes * 2 < p->maps.total_bytes)
-                return false;
-        return p->locality * 100.0 < (double) m->config->memory_locality_target || p->locality_prev < 0 ||
-                fabs(p->locality - p->locality_prev) >= NP_KERNEL_SETTLED_LOCALITY;
-}
-
-static bool is_significant(NpManager *m, NpProcess *p) {
-        const NpConfig *c = m->config;
-        /* held, or a move of it is queued or running: the policy's ledger
-         * must count where it is going */
-        if (np_process_held(p) || p->moving_to)
-                return true;
-        if (np_manager_is_included(m, p))
-                return true;
-        if (p->significant)
-                return (double) np_process_scan_memory(p) >=
-                        NP_SIGNIFICANT_KEEP_MEMORY * (double) c->min_process_memory &&
-                        p->cpu_usage >= NP_SIGNIFICANT_KEEP_CPU * c->min_process_cpu;
-        return np_process_scan_memory(p) >= c->min_process_memory && p->cpu_usage >= c->min_process_cpu;
-}
-
-static bool is_kernel_thread(int pid, const NpPidStat *st) {
-        return (st->flags & NP_PF_KTHREAD) || st->ppid == 2 || pid == 2;
-}
-
-static uint64_t rss_bytes_of(const NpPidStat *st) {
-        static long page_size;
-        if (!page_size)
-                page_size = sysconf(_SC_PAGESIZE);
-        return st->rss_pages > 0 ? (uint64_t) st->rss_pages * (uint64_t) page_size : 0;
-}
-
-int np_manager_update_process(NpManager *m, NpProcess *p) {
-        bool excluded = np_manager_is_excluded(m, p);
-
-        if (excluded && !np_process_held(p) && p->state != NP_PROC_EXCLUDED)
-                np_process_set_state(p, NP_PROC_EXCLUDED, NULL, p->last_placed_usec);
-        else if (!excluded && p->state == NP_PROC_EXCLUDED)
-                np_process_set_state(p, NP_PROC_OBSERVED, NULL, p->last_placed_usec);
-
-        bool sig = is_significant(m, p);
-        if (!sig) { /* read again when significant again */
-                np_maps_age_invalidate(&p->maps_age);
-                np_details_age_invalidate(&p->details_age);
-        }
-        /* one whose pages the kernel's balancing may be moving: its
-         * numa_maps read every scan it ran, so the policy decides on where
-         * they are now (the kernel moves pages only on its accesses) */
-        if (sig && kernel_moving(m, p) && p->cpu_ticks != p->maps_age.cpu_ticks)
-                np_maps_age_invalidate(&p->maps_age);
-        if (sig && np_process_refresh(p, m->topology, m->proc_table, m->config->locality_refresh_scans) < 0)
-                return -ESRCH;
-        /* a candidate not measured yet whose pages the kernel's balancing
-         * has begun to move is decided at once (np-policy.h) */
-        if (sig && np_manager_kernel_balancing(m) && p->state == NP_PROC_OBSERVED && !np_process_cpu_settled(p) &&
-            p->maps.per_node && p->maps.balanced_bytes * 2 >= p->maps.total_bytes)
-                np_process_read_kernel_migrated(p);
-        if (sig != p->significant)
-                m->changes.processes = true;
-        p->significant = sig;
-        if (p->changed)
-                m->changes.processes = true;
-        return 0;
-}
-
-NpProcess *np_manager_lookup_live(NpManager *m, int pid, GError **error) {
-        NpPidStat st;
-        int r = pid > 0 ? np_read_pid_stat(pid, &st) : -ESRCH;
-        if (r < 0) {
-                if (r == -ESRCH || r == -EINVAL)
-                        g_set_error(error, NP_ERROR, NP_ERROR_NO_SUCH_PROCESS, "No process with PID %d", pid);
-                else /* e.g. EMFILE: the process may well exist */
-                        g_set_error(error, NP_ERROR, NP_ERROR_FAILED, "Cannot read /proc/%d/stat: %s", pid,
-                                    g_strerror(-r));
-                return NULL;
-        }
-        if (is_kernel_thread(pid, &st)) {
-                g_set_error(error, NP_ERROR, NP_ERROR_INVALID_ARGS, "PID %d (%s) is a kernel thread", pid, st.comm);
-                return NULL;
-        }
-        if (pid == m->self_pid) {
-                g_set_error(error, NP_ERROR, NP_ERROR_INVALID_ARGS, "PID %d is numaplaced itself", pid);
-                return NULL;
-        }
-        NpProcess *p = np_manager_process(m, pid);
-        if (p && p->starttime == st.starttime)
-                return p;
-        if (p) {
-                /* A reused pid: the old process is gone. Its records go
-                 * with the next scan's; here only the entry is replaced. */
-                g_hash_table_remove(m->processes, GINT_TO_POINTER(pid));
-                m->changes.processes = true;
-        }
-        /* Not seen by a scan yet: sample this process only. Its CPU use is
-         * known from the next scan on. */
-        p = np_process_new(pid, st.starttime);
-        p->cpu_ticks = st.utime + st.stime;
-        p->sampled_usec = np_now_usec(CLOCK_MONOTONIC);
-        np_process_set_sample(p, st.comm, 0.0, rss_bytes_of(&st), 0,
-                              st.num_threads > 0 ? (unsigned) st.num_threads : 0);
+NpProcess *np_manager_add_process(NpManager *m, int pid, uint64_t starttime) {
+        NpProcess *p = np_process_new(pid, starttime);
+        p->owner_changed = &m->changes.processes;
         g_hash_table_insert(m->processes, GINT_TO_POINTER(pid), p);
-        if (np_manager_update_process(m, p) < 0) {
-                g_hash_table_remove(m->processes, GINT_TO_POINTER(pid));
-                g_set_error(error, NP_ERROR, NP_ERROR_NO_SUCH_PROCESS, "No process with PID %d", pid);
-                return NULL;
-        }
         return p;
 }
 
-/* A process that exited (or whose pid was reused): forget what pointed at
- * it. The NpProcess itself is freed by the caller. */
-static void process_gone(NpManager *m, NpProcess *p) {
-        if (pid_in(m->included, p))
-                g_hash_table_remove(m->included, GINT_TO_POINTER(p->pid));
-        if (pid_in(m->excluded, p))
-                g_hash_table_remove(m->excluded, GINT_TO_POINTER(p->pid));
-        if (p->state == NP_PROC_PINNED || p->state == NP_PROC_PLACED) {
-                np_manager_changed(m, NP_MANAGER_MANAGED);
-                if (p->target)
-                        NP_MASK_FOREACH (n, p->target)
-                                np_manager_node_changed(m, (unsigned) n, NP_NODE_MANAGED);
-        }
-        /* A move in flight is settled by its own completion (np-place.c). */
-        if (m->mover && np_mover_find(m->mover, p->pid))
+void np_manager_set_state(NpManager *m, NpProcess *p, NpProcState state, const NpMask *target,
+                          uint64_t last_placed_usec) {
+        g_autoptr(NpMask) old = p->target ? np_mask_copy(p->target) : NULL;
+        bool moved = p->state != state || (old && target ? !np_mask_equal(old, target) : old != target);
+        np_process_set_state(p, state, target, last_placed_usec);
+        if (!moved)
                 return;
-        if (m->backend && np_backend_holds(m->backend, p->pid)) {
-                /* it exited while held: drop the record and any empty cpuset */
-                np_backend_release(m->backend, p->pid);
-                log_info("Process %d (%s) exited; released its placement record", p->pid, p->comm);
-        }
+        np_manager_changed(m, NP_MANAGER_MANAGED);
+        if (old)
+                NP_MASK_FOREACH (n, old)
+                        np_manager_node_changed(m, (unsigned) n, NP_NODE_MANAGED);
+        if (p->target)
+                NP_MASK_FOREACH (n, p->target)
+                        np_manager_node_changed(m, (unsigned) n, NP_NODE_MANAGED);
 }
 
-/* Seconds since boot (/proc/uptime), 0 when unknown (fixture trees). */
-static double read_uptime(void) {
-        g_autofree char *buf = NULL;
-        if (np_read_file("/proc/uptime", &buf, NULL) < 0)
-                return 0.0;
-        return g_ascii_strtod(buf, NULL);
-}
-
-/* The CPU use of a process seen for the first time: its CPU time over its
- * life when it started within the last two scan intervals (then that is
- * its recent use, and a busy new process is significant at first sight);
- * otherwise unknown until the next scan measures an interval (0). */
-static double young_cpu(NpManager *m, const NpProcEntry *e, double uptime) {
-        double hz = (double) np_clock_ticks();
-        double age = uptime - (double) e->starttime / hz;
-        if (!e->stat_read || uptime <= 0 || age < 0.5 || age > 2.0 * (double) m->scan_interval_usec / 1e6)
-                return 0.0;
-        return (double) e->ticks / hz / age;
-}
-
-/* The cheap tier asks: must stat be read for this process below the memory
- * threshold? Yes when it is held, included, or matches Include=. */
-static bool wants_stat(void *userdata, const NpProcEntry *e) {
-        NpManager *m = userdata;
-        if (m->held_last == 0 && g_hash_table_size(m->included) == 0 && (!m->config->include || !m->config->include[0]))
-                return false; /* the common case, without a lookup */
-        NpProcess *p = np_manager_process(m, e->pid);
-        if (!p || p->starttime != e->starttime)
-                return false; /* new: the table has just read its stat */
-        return p->state == NP_PROC_PINNED || p->state == NP_PROC_PLACED || np_manager_is_included(m, p);
-}
-
-/* Does a process the manager has no record of need one? Only a process
- * that can be significant does: at or above MinProcessMemory, included (by
- * PID or an Include= name), or any process when Include=/Exclude= name
- * cgroups (its cgroup is read when it is new). The others live in the cheap
- * tier only (np-proc-table.h), which keeps the daemon's memory small on a
- * machine of thousands of small processes; one that grows gets its record
- * in the scan that sees it above the threshold. */
-static bool needs_record(NpManager *m, const NpProcEntry *e, bool cgroup_rules) {
-        if (cgroup_rules || np_proc_entry_memory(e) >= m->config->min_process_memory)
-                return true;
-        if (g_hash_table_size(m->included) > 0 && g_hash_table_contains(m->included, GINT_TO_POINTER(e->pid)))
-                return true;
-        return m->config->include && m->config->include[0] &&
-                np_config_list_match(m->config->include, (unsigned) e->pid, e->comm, NULL);
-}
-
-/* Is p waiting for a follow-up scan: at or above MinProcessMemory, the
- * policy's to decide, and its CPU use not measured while its memory held
- * still (np_process_cpu_settled()), with follow-ups left? */
-static bool wants_followup(const NpManager *m, const NpProcess *p) {
-        return np_process_scan_memory(p) >= m->config->min_process_memory && !np_process_held(p) && !p->moving_to &&
-                p->state != NP_PROC_EXCLUDED && p->state != NP_PROC_FOREIGN && !np_process_cpu_settled(p) &&
-                p->followups < NP_FOLLOWUP_MAX;
-}
-
-/* Mark the processes that want a follow-up scan as having had one; how
- * many there are. */
-static unsigned mark_followups(NpManager *m) {
-        unsigned n = 0;
-        GHashTableIter it;
-        gpointer v;
-        g_hash_table_iter_init(&it, m->processes);
-        while (g_hash_table_iter_next(&it, NULL, &v)) {
-                NpProcess *p = v;
-                if (wants_followup(m, p)) {
-                        p->followups++;
-                        n++;
-                }
-        }
-        return n;
-}
-
-/* Returns whether the set of candidates changed. */
-static bool scan_processes(NpManager *m) {
-        uint64_t now = np_now_usec(CLOCK_MONOTONIC);
-        bool changed = false;
-        bool cgroup_rules = np_config_has_cgroup_entries(m->config);
-        double uptime = -1.0; /* read when a new process needs it */
-
-        /* every PID, the cheap way (np-proc-table.h); details for the significant */
-        np_proc_table_watch_hugetlb(m->proc_table, m->huge.in_use, m->huge_changed);
-        int r = np_proc_table_scan(m->proc_table, m->config->min_process_memory, wants_stat, m);
-        if (r < 0)
-                log_warning("Cannot list processes: %s", g_strerror(-r));
-        const GPtrArray *entries = np_proc_table_entries(m->proc_table);
-        unsigned held = 0;
-        for (guint i = 0; i < entries->len; i++) {
-                const NpProcEntry *e = entries->pdata[i];
-                int pid = e->pid;
-                if (pid == m->self_pid)
-                        continue;
-                if (e->new_this_scan)
-                        m->processes_seen++;
-                /* a zombie is gone for placement: its memory and threads
-                 * are, and what held it is put back (the sweep below) */
-                if (e->stat_read && e->exited)
-                        continue;
-
-                NpProcess *p = np_manager_process(m, pid);
-                if (p && p->starttime != e->starttime) {
-                        /* pid reused: the old process is gone */
-                        changed |= p->significant;
-                        process_gone(m, p);
-                        g_hash_table_remove(m->processes, GINT_TO_POINTER(pid));
-                        p = NULL;
-                }
-                if (!p) {
-                        if (!needs_record(m, e, cgroup_rules))
-                                continue;
-                        p = np_process_new(pid, e->starttime);
-                        g_hash_table_insert(m->processes, GINT_TO_POINTER(pid), p);
-                        if (cgroup_rules)
-                                np_process_read_cgroup(p, m->proc_table);
-                }
-                /* CPU use comes from the last two stat reads, which the table
-                 * makes only above MinProcessMemory (or when asked) */
-                p->cpu_ticks = e->ticks;
-                p->sampled_usec = now;
-                double cpu = e->cpu_usage, before = p->cpu_usage;
-                p->cpu_estimated = false;
-                if (e->new_this_scan && cpu == 0.0) {
-                        if (uptime < 0.0)
-                                uptime = read_uptime();
-                        cpu = young_cpu(m, e, uptime);
-                        p->cpu_estimated = cpu > 0.0;
-                }
-                if (p->cpu_estimated || e->new_this_scan) {
-                        /* no interval measured yet: its life so far, or nothing */
-                        p->cpu_measured = 0;
-                        p->grew = false;
-                } else if (e->stat_read) {
-                        if (p->cpu_measured)
-                                p->cpu_prev = before;
-                        p->cpu_measured = MIN(p->cpu_measured + 1, 2u);
-                        p->grew = (double) np_proc_entry_memory(e) >
-                                (double) np_process_scan_memory(p) * (1.0 + NP_GROWING_SHARE);
-                }
-                /* hugetlb pages: the table's look; without one, what status
-                 * said while its resident memory alone reaches the threshold
-                 * and a pool is in use (np_process_refresh() reads it), else
-                 * none (no pool in use, or too little mapped to matter) */
-                uint64_t huge = e->hugetlb_gen                                            ? e->hugetlb_bytes
-                        : e->rss_bytes >= m->config->min_process_memory && m->huge.in_use ? p->hugetlb_bytes
-                                                                                          : 0;
-                np_process_set_sample(p, e->comm, cpu, e->rss_bytes, huge, e->threads);
-                p->seen = true;
-
-                bool was = p->significant;
-                if (np_manager_update_process(m, p) < 0) {
-                        /* vanished while reading: gone with the sweep below */
-                        p->seen = false;
-                        continue;
-                }
-                changed |= was != p->significant;
-                held += p->state == NP_PROC_PINNED || p->state == NP_PROC_PLACED;
-        }
-        m->held_last = held;
-
-        /* everything not seen is gone */
-        GHashTableIter it;
-        gpointer v;
-        g_hash_table_iter_init(&it, m->processes);
-        while (g_hash_table_iter_next(&it, NULL, &v)) {
-                NpProcess *p = v;
-                if (p->seen) {
-                        p->seen = false;
-                        continue;
-                }
-                changed |= p->significant;
-                process_gone(m, p);
-                g_hash_table_iter_remove(&it);
-                m->changes.processes = true;
-        }
-        return changed;
-}
-
-/* Load the topology again and take it when it loads: what differs is
- * logged and recorded for the bus (the Node objects) and for the check of
- * the held placements (m->cpus_changed, np-hotplug.h). */
-static void reload_topology(NpManager *m) {
-        g_autoptr(GError) e = NULL;
-        NpTopology *t = NULL;
-        if (np_topology_load(&t, &e) < 0) {
-                log_warning("The CPUs or memory of the NUMA nodes changed but the topology cannot be read: %s",
-                            e->message);
-                return;
-        }
-        g_auto(NpTopologyDiff) d = { 0 };
-        if (np_topology_diff(m->topology, t, &d)) {
-                g_autofree char *what = np_topology_diff_describe(m->topology, t, &d);
-                log_notice("NUMA topology changed: %s", what);
-        }
-        if (!np_mask_empty(d.added) || !np_mask_empty(d.removed)) {
-                np_manager_changed(m, NP_MANAGER_NODE_IDS);
-                NP_MASK_FOREACH (n, t->online)
-                        np_manager_node_changed(m, (unsigned) n, NP_NODE_DISTANCES);
-        }
-        NP_MASK_FOREACH (n, d.cpus_changed)
-                np_manager_node_changed(m, (unsigned) n, NP_NODE_CPUS);
-        NP_MASK_FOREACH (n, d.memory_changed)
-                np_manager_node_changed(m, (unsigned) n, NP_NODE_MEMORY_TOTAL);
-        np_mask_or(m->cpus_changed, d.cpus_changed);
-        np_mask_or(m->cpus_changed, d.removed);
-        /* per-CPU ticks are indexed by CPU id: start over */
-        if (!np_mask_equal(m->topology->all_cpus, t->all_cpus) || !np_mask_empty(d.added) || !np_mask_empty(d.removed))
-                g_array_set_size(m->cpu_ticks, 0);
-        np_topology_free(m->topology);
-        m->topology = t;
-}
-
-/* Memory hot-add (or removal) shows in the nodes' MemTotal, which the node
- * sample reads anyway. */
-static bool memory_changed(NpManager *m, const GArray *samples) {
-        g_autoptr(GArray) totals = g_array_sized_new(FALSE, FALSE, sizeof(NpNodeTotal), samples->len);
-        for (guint i = 0; i < samples->len; i++) {
-                const NpNodeSample *s = &g_array_index(samples, NpNodeSample, i);
-                NpNodeTotal nt = { .id = s->id, .bytes = s->mem_total_bytes };
-                g_array_append_val(totals, nt);
-        }
-        return np_topology_memory_differs(m->topology, (const NpNodeTotal *) (void *) totals->data, totals->len);
-}
-
-static void note_node_changes(NpManager *m, const GArray *before, const GArray *after) {
-        for (guint i = 0; i < after->len; i++) {
-                const NpNodeSample *n = &g_array_index(after, NpNodeSample, i);
-                const NpNodeSample *o = NULL;
-                for (guint k = 0; k < before->len && !o; k++)
-                        if (g_array_index(before, NpNodeSample, k).id == n->id)
-                                o = &g_array_index(before, NpNodeSample, k);
-                uint32_t props = 0;
-                if (!o || o->mem_free_bytes != n->mem_free_bytes)
-                        props |= NP_NODE_MEMORY_FREE;
-                if (!o || o->cpu_busy != n->cpu_busy)
-                        props |= NP_NODE_CPU_BUSY;
-                if (props)
-                        np_manager_node_changed(m, n->id, props);
-        }
-}
-
-/* The daemon's own CPU use over the same interval as the nodes' (the
- * policy does not count it as load: most of it is its moves). */
-uint64_t np_self_cpu_usec(void) {
-        return np_cpu_usec(RUSAGE_SELF);
-}
-
-static void sample_self_cpu(NpManager *m) {
-        uint64_t cpu = np_self_cpu_usec();
-        uint64_t now = np_now_usec(CLOCK_MONOTONIC);
-        if (m->self_cpu_at && now > m->self_cpu_at && cpu >= m->self_cpu_usec)
-                m->self_cpu = (double) (cpu - m->self_cpu_usec) / (double) (now - m->self_cpu_at);
-        m->self_cpu_usec = cpu;
-        m->self_cpu_at = now;
-}
-
-bool np_manager_peek(NpManager *m) {
-        if (!m->scans)
-                return true;
-        g_autoptr(GArray) ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
-        g_autoptr(GArray) samples = g_array_new(FALSE, TRUE, sizeof(NpNodeSample));
-        bool peeked = m->peek_at != 0;
-        int r = np_sample_nodes(m->topology, true, peeked ? m->peek_ticks : m->cpu_ticks, ticks, samples, NULL);
-        if (r < 0)
-                return true;
-        uint64_t cpu = np_self_cpu_usec(), now = np_now_usec(CLOCK_MONOTONIC);
-        uint64_t cpu0 = peeked ? m->peek_self_usec : m->self_cpu_usec;
-        uint64_t at0 = peeked ? m->peek_at : m->self_cpu_at;
-        double own = now > at0 && cpu >= cpu0 ? (double) (cpu - cpu0) / (double) (now - at0) : 0.0;
-        g_array_free(m->peek_ticks, TRUE);
-        m->peek_ticks = g_steal_pointer(&ticks);
-        m->peek_self_usec = cpu;
-        m->peek_at = now;
-        bool gained = np_sample_gained(m->node_samples, samples, m->config->min_process_memory / 10 * 9,
-                                       0.8 * m->config->min_process_cpu, own - m->self_cpu);
-        m->brought_forward = gained;
-        if (gained)
-                log_debug("The nodes gained a significant process's memory or CPU since scan %" G_GUINT64_FORMAT
-                          ": scanning now",
-                          m->scans);
-        return gained;
-}
-
-int np_manager_scan(NpManager *m) {
-        uint64_t start = np_now_usec(CLOCK_MONOTONIC);
-        m->peek_at = 0;
-
-        if (np_topology_outdated(m->topology))
-                reload_topology(m);
-
-        g_autoptr(GArray) ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
-        g_autoptr(GArray) samples = g_array_new(FALSE, TRUE, sizeof(NpNodeSample));
-        NpHugeSample huge = { 0 };
-        int ret = np_sample_nodes(m->topology, true, m->scans ? m->cpu_ticks : NULL, ticks, samples, &huge);
-        sample_self_cpu(m);
-        m->huge_changed = ret == 0 && huge.used_pages > m->huge.used_pages;
-        if (ret == 0)
-                m->huge = huge;
-        if (ret < 0) {
-                log_warning("Sampling the NUMA nodes failed: %s", g_strerror(-ret));
-        } else {
-                if (memory_changed(m, samples))
-                        reload_topology(m);
-                note_node_changes(m, m->node_samples, samples);
-                g_array_free(m->cpu_ticks, TRUE);
-                m->cpu_ticks = g_steal_pointer(&ticks);
-                g_array_free(m->node_samples, TRUE);
-                m->node_samples = g_steal_pointer(&samples);
-        }
-
-        guint64 nb = 0;
-        if (np_read_u64_kept("/proc/sys/kernel/numa_balancing", &nb) == 0 &&
-            (unsigned) nb != m->kernel_numa_balancing) {
-                m->kernel_numa_balancing = (unsigned) nb;
-                np_manager_changed(m, NP_MANAGER_NUMA_BALANCING);
-        }
-
-        bool candidates_changed = scan_processes(m);
-
-        m->scans++;
-        m->last_scan_usec = np_now_usec(CLOCK_REALTIME);
-        m->last_scan_duration_usec = np_now_usec(CLOCK_MONOTONIC) - start;
-        np_manager_changed(m, NP_MANAGER_SCANS | NP_MANAGER_LAST_SCAN | NP_MANAGER_DAEMON_CPU);
-
-        /* Adaptive interval: a process waiting for its measurement, or a
-         * scan a peek brought forward, brings a follow-up scan; quiet scans
-         * stretch it towards MaxScanIntervalSec; any change in the set of
-         * candidates (or a follow-up) resets it. */
-        unsigned sig, held;
-        np_manager_count(m, &sig, &held);
-        m->held_last = held;
-        uint64_t old_interval = m->scan_interval_usec;
-        bool followup = mark_followups(m) > 0;
-        if (followup || m->brought_forward)
-                m->scan_interval_usec = MIN(NP_FOLLOWUP_USEC, m->config->scan_interval_usec);
-        else if (candidates_changed || sig != m->significant_count_last || m->followup_scan)
-                m->scan_interval_usec = m->config->scan_interval_usec;
-        else
-                m->scan_interval_usec =
-                        MIN(m->scan_interval_usec + m->config->scan_interval_usec, m->config->max_scan_interval_usec);
-        m->significant_count_last = sig;
-        m->followup_scan = followup || m->brought_forward;
-        m->brought_forward = false;
-        if (old_interval != m->scan_interval_usec)
+void np_manager_set_scan_interval(NpManager *m, uint64_t usec) {
+        if (m->scan_interval_usec != usec)
                 np_manager_changed(m, NP_MANAGER_SCAN_INTERVAL);
-        return ret;
+        m->scan_interval_usec = usec;
+}
+
+void np_manager_add_migration(NpManager *m, uint64_t bytes, uint64_t calls, uint64_t failed_pages) {
+        m->migrated_bytes += bytes;
+        m->migration_calls += calls;
+        m->migration_failed_pages += failed_pages;
+        np_manager_changed(m, NP_MANAGER_MIGRATION);
 }
 
 /* ---- configuration ------------------------------------------------------ */
 
 static void apply_config(NpManager *m, NpConfig *old) {
         np_log_set_level(m->config->log_level);
-        if (m->scan_interval_usec != m->config->scan_interval_usec)
-                np_manager_changed(m, NP_MANAGER_SCAN_INTERVAL);
-        m->scan_interval_usec = m->config->scan_interval_usec;
+        np_manager_set_scan_interval(m, m->config->scan_interval_usec);
         if (old && old->backend != m->config->backend)
                 log_notice("Backend= changed from %s to %s: this takes effect at the next start",
                            np_backend_kind_to_string(old->backend), np_backend_kind_to_string(m->config->backend));
@@ -806,13 +259,7 @@ static void apply_config(NpManager *m, NpConfig *old) {
                 NpProcess *p = v;
                 if (cgroup_rules && !p->significant)
                         np_process_read_cgroup(p, m->proc_table);
-                bool excluded = np_manager_is_excluded(m, p);
-                if (excluded && !np_process_held(p) && p->state != NP_PROC_EXCLUDED)
-                        np_process_set_state(p, NP_PROC_EXCLUDED, NULL, p->last_placed_usec);
-                else if (!excluded && p->state == NP_PROC_EXCLUDED)
-                        np_process_set_state(p, NP_PROC_OBSERVED, NULL, p->last_placed_usec);
-                if (p->changed)
-                        m->changes.processes = true;
+                np_classify_exclusion(m, p);
         }
 }
 

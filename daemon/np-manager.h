@@ -2,13 +2,14 @@
 #pragma once
 /*
  * The manager owns the daemon's state: configuration, topology, the last
- * node and process samples, counters, the backend and the mover. A scan
- * (np_manager_scan(), run by the daemon's timer) refreshes the samples; the
- * placement path (np-place.h) and the actions (Forget, Include, Exclude)
- * change processes. The manager knows nothing of D-Bus: everything that
- * changes a published value is recorded in m->changes (and in each
- * NpProcess's `changed` mask), and the bus layer (np-bus.c) publishes it
- * once per event loop iteration.
+ * node and process samples, counters, the backend and the mover, and its
+ * lifetime, reload and pause. The scan (np-scan.h) refreshes the samples,
+ * classification (np-classify.h) says what each process is, the placement
+ * path (np-place.h) and the actions (Forget, Include, Exclude) change
+ * processes. The manager knows nothing of D-Bus: everything that changes a
+ * published value is recorded in m->changes (and in each NpProcess's
+ * `changed` mask), and the bus layer (np-bus.c) publishes it once per event
+ * loop iteration.
  */
 #include <glib.h>
 #include <stdbool.h>
@@ -83,7 +84,8 @@ typedef struct {
         uint32_t manager; /* NpManagerProp bits */
         GHashTable *nodes; /* node id -> NpNodeProp bits */
         bool processes; /* some NpProcess has changed bits, or the set of
-                         * significant processes may have changed */
+                         * significant processes may have changed (raised by the
+                         * process's setters and by a record's removal) */
         GQueue placed; /* NpPlacedEvent*, in order */
 } NpChanges;
 
@@ -159,43 +161,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpManager, np_manager_free)
  * Backend "none" (Place() then fails with NotSupported). */
 void np_manager_setup_backend(NpManager *m);
 
-/*
- * One scan: reload the topology when CPUs or nodes went on- or offline or a
- * node's memory changed (np_topology_outdated(), MemTotal from the node
- * sample; the nodes whose CPUs changed are added to m->cpus_changed), sample
- * the nodes and every process, read the details of the significant ones,
- * drop processes that exited (releasing their records), adapt the scan
- * interval, count it (Scans). Records what changed.
- * Returns 0, or a negative errno when the nodes cannot be sampled (e.g.
- * -ENOENT when the topology is gone); the process sample is still taken.
- */
-int np_manager_scan(NpManager *m);
-
-/* A process at or above MinProcessMemory whose CPU use is not yet measured
- * over an interval in which its memory held still (a new process, or one
- * still touching its memory) is measured again by a follow-up scan this
- * soon, at most NP_FOLLOWUP_MAX times, instead of at the next regular
- * scan; so a steady process is decided about two seconds after it is
- * first seen. The interval does not stretch while one waits. */
-#define NP_FOLLOWUP_USEC (2 * G_USEC_PER_SEC)
-#define NP_FOLLOWUP_MAX 3u
-
-/*
- * Between scans while the interval is stretched past ScanIntervalSec: sample
- * the nodes only (their meminfo and /proc/stat, no process) and tell whether
- * the machine gained what a new significant process brings since the last
- * scan: 90% of MinProcessMemory more memory in use, or 80% of MinProcessCPU
- * more CPUs busy over the time since the last peek (the daemon's own CPU
- * taken out). True: the scan is due now (also when the nodes cannot be
- * sampled, so the scan reports it), and the scan after it comes
- * NP_FOLLOWUP_USEC later (a process seen still allocating is seen again
- * soon). Publishes nothing.
- */
-bool np_manager_peek(NpManager *m);
-
 /* The kernel's automatic NUMA balancing is on (kernel.numa_balancing has
  * its bit 0 set at the last scan). */
-bool np_manager_kernel_balancing(const NpManager *m);
+static inline bool np_manager_kernel_balancing(const NpManager *m) {
+        return (m->kernel_numa_balancing & 1u) != 0;
+}
 
 /* Reload the configuration. 0 on success; on error the old configuration
  * stays, m->config_error is set, the error is logged and returned in *error. */
@@ -206,39 +176,12 @@ void np_manager_pause(NpManager *m, bool paused);
 /* Human-readable state (Dump(), --once). Caller frees. (np-dump.c) */
 char *np_manager_dump(NpManager *m);
 
-/* The unit whose AllowedCPUs/AllowedMemoryNodes placing p changes, or NULL:
- * with the systemd backend, a .service or .scope other than init.scope
- * (the systemd mechanism places a process of any other unit with the
- * affinity one). Its processes are decided as one (np-placer.c). */
-const char *np_manager_unit_of(NpManager *m, const NpProcess *p);
-
-/* The process with this pid, or NULL. */
+/* The process with this pid, or NULL. A lookup only: it reads, creates and
+ * classifies nothing (np_scan_pid() makes a pid's record current). */
 NpProcess *np_manager_process(NpManager *m, int pid);
-/*
- * The process (pid, live) for an action on it, sampled now when the scans
- * have not seen it (or its pid was reused): only that process is read, never
- * a full scan. Returns NULL with *error set: NP_ERROR_NO_SUCH_PROCESS,
- * NP_ERROR_INVALID_ARGS for a kernel thread or the daemon itself, or
- * NP_ERROR_FAILED when /proc/PID/stat cannot be read (e.g. out of
- * descriptors).
- */
-NpProcess *np_manager_lookup_live(NpManager *m, int pid, GError **error);
-/* Is the process included (Include= or Include()) / excluded? */
-bool np_manager_is_included(NpManager *m, const NpProcess *p);
-bool np_manager_is_excluded(NpManager *m, const NpProcess *p);
-/* Its CPUs or memory nodes were narrowed by someone else (taskset, numactl,
- * a container's cpuset) and neither the daemon holds it nor Include= names
- * it: the policy leaves it alone (State "foreign"). */
-bool np_manager_is_foreign(NpManager *m, const NpProcess *p);
-
 /* How many known processes are significant and how many are held (pinned or
  * placed) right now. */
 void np_manager_count(const NpManager *m, unsigned *significant, unsigned *held);
-/* Recompute p's significance and excluded state after an action changed
- * the Include/Exclude sets; reads its details when it became significant.
- * 0 or -ESRCH (vanished). */
-int np_manager_update_process(NpManager *m, NpProcess *p);
-
 /* Held pids (pinned or placed), sorted. */
 GArray *np_manager_managed_pids(NpManager *m);
 /* Held pids whose target includes node. */
@@ -246,15 +189,29 @@ GArray *np_manager_managed_pids_on(NpManager *m, unsigned node);
 
 const NpNodeSample *np_manager_node_sample(NpManager *m, unsigned node);
 
-/* Record changes. */
+/* Record changes of values found by comparing (the topology and node
+ * samples against the last ones, the reservations): NpManagerProp bits,
+ * and NpNodeProp bits of a node. */
 void np_manager_changed(NpManager *m, uint32_t manager_props);
 void np_manager_node_changed(NpManager *m, unsigned node, uint32_t node_props);
-/* The process's state, target or memory changed: mark it and, for state or
- * target changes, the Manager's and nodes' ManagedProcesses. */
-void np_manager_process_changed(NpManager *m, NpProcess *p, const NpMask *old_target);
 
-/* The daemon's own user+system CPU time (all threads), in microseconds. */
-uint64_t np_self_cpu_usec(void);
+/* The setters of what the manager publishes: each sets the value and
+ * records what changed, so no caller marks a change by hand. */
+
+/* A new record for (pid, starttime), owned by m->processes; its changes
+ * are recorded in m->changes. Replaces a record of the same pid. A record
+ * removed from m->processes records the change of the published set. */
+NpProcess *np_manager_add_process(NpManager *m, int pid, uint64_t starttime);
+/* np_process_set_state(), and when the state or target changed, the
+ * ManagedProcesses of the Manager and of the nodes of the old and new
+ * target. */
+void np_manager_set_state(NpManager *m, NpProcess *p, NpProcState state, const NpMask *target,
+                          uint64_t last_placed_usec);
+/* The scan interval in force (ScanIntervalUSec). */
+void np_manager_set_scan_interval(NpManager *m, uint64_t usec);
+/* Add one move's bytes, migrate_pages(2) calls and failed pages to the
+ * counters (MigratedBytes, MigrationCalls, MigrationFailedPages). */
+void np_manager_add_migration(NpManager *m, uint64_t bytes, uint64_t calls, uint64_t failed_pages);
 
 /* monotonic/realtime clock in microseconds */
 uint64_t np_now_usec(clockid_t clock);

@@ -11,6 +11,7 @@
 
 #include "np-build-config.h"
 #include "np-nodemask.h"
+#include "np-thread.h"
 
 NpMetrics *np_metrics_new(void) {
         NpMetrics *s = g_new0(NpMetrics, 1);
@@ -70,7 +71,7 @@ NpMetrics *np_metrics_collect(NpManager *m, unsigned max_processes) {
         s->scans = m->scans;
         s->last_scan_duration_seconds = (double) m->last_scan_duration_usec / 1e6;
         s->last_scan_timestamp_seconds = (double) m->last_scan_usec / 1e6;
-        s->cpu_seconds = (double) np_self_cpu_usec() / 1e6;
+        s->cpu_seconds = (double) np_cpu_usec(RUSAGE_SELF) / 1e6;
         for (guint i = 0; m->node_samples && i < m->node_samples->len; i++) {
                 const NpNodeSample *n = &g_array_index(m->node_samples, NpNodeSample, i);
                 NpMetricsNode mn = {

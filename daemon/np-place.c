@@ -6,8 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "np-classify.h"
 #include "np-log.h"
 #include "np-migrate-plan.h"
+#include "np-scan.h"
 
 typedef struct {
         NpManager *m;
@@ -86,11 +88,10 @@ static int prepare(NpMove *mv, void *userdata) {
                             q->pid);
                 return -ESRCH;
         }
-        np_manager_process_changed(m, p, p->target);
         /* the policy decided on details that may be a few scans old (a
          * process that did not run is not re-read every scan): one narrowed
          * by someone else since is left alone */
-        if (q->reason != NP_PLACE_MANUAL && !q->early && np_manager_is_foreign(m, p)) {
+        if (q->reason != NP_PLACE_MANUAL && !q->early && np_classify_foreign(m, p)) {
                 g_set_error(&q->error, NP_ERROR, NP_ERROR_FAILED,
                             "Process %d (%s) was confined by someone else since the decision; left alone", q->pid,
                             p->comm);
@@ -182,10 +183,7 @@ static uint64_t kernel_moved_bytes(NpMove *mv, const NpMask *nodes) {
 }
 
 static void account(NpManager *m, const NpMove *mv, uint64_t moved) {
-        m->migrated_bytes += moved;
-        m->migration_calls += mv->result.calls;
-        m->migration_failed_pages += mv->result.failed_pages;
-        np_manager_changed(m, NP_MANAGER_MIGRATION);
+        np_manager_add_migration(m, moved, mv->result.calls, mv->result.failed_pages);
 }
 
 /* The process is put back (or gone): it is no longer held. */
@@ -193,10 +191,8 @@ static void mark_released(NpManager *m, PlaceReq *q) {
         NpProcess *p = np_manager_process(m, q->pid);
         if (!p || p->starttime != q->starttime)
                 return;
-        g_autoptr(NpMask) old = p->target ? np_mask_copy(p->target) : NULL;
-        np_process_set_state(p, np_manager_is_excluded(m, p) ? NP_PROC_EXCLUDED : NP_PROC_OBSERVED, NULL,
+        np_manager_set_state(m, p, np_classify_excluded(m, p) ? NP_PROC_EXCLUDED : NP_PROC_OBSERVED, NULL,
                              p->last_placed_usec);
-        np_manager_process_changed(m, p, old);
 }
 
 /* Bytes the move left outside `nodes` without failing on them: with
@@ -223,14 +219,13 @@ static void record_placed(NpManager *m, PlaceReq *q, uint64_t moved, uint64_t us
         g_autofree char *to_s = np_mask_format(q->nodes);
 
         if (p && p->starttime == q->starttime) {
-                g_autoptr(NpMask) old = p->target ? np_mask_copy(p->target) : NULL;
                 /* what it left: its nodes if it was held, else where it ran */
                 np_mask_free(p->left);
                 p->left = np_process_held(p) && p->target ? np_mask_copy(p->target)
                         : p->running_nodes                ? np_mask_copy(p->running_nodes)
                                                           : NULL;
                 p->moved_usec = np_now_usec(CLOCK_MONOTONIC);
-                np_process_set_state(p, q->reason == NP_PLACE_MANUAL ? NP_PROC_PINNED : NP_PROC_PLACED, q->nodes,
+                np_manager_set_state(m, p, q->reason == NP_PLACE_MANUAL ? NP_PROC_PINNED : NP_PROC_PLACED, q->nodes,
                                      np_now_usec(CLOCK_REALTIME));
                 p->stuck_bytes = stuck;
                 p->failed_bytes = failed;
@@ -241,8 +236,7 @@ static void record_placed(NpManager *m, PlaceReq *q, uint64_t moved, uint64_t us
                 np_process_take_maps(p, after);
                 (void) np_process_refresh(p, m->topology, m->proc_table, m->config->locality_refresh_scans);
                 m->held_last++; /* the cheap tier reads its stat from now on */
-                p->significant = true;
-                np_manager_process_changed(m, p, old);
+                np_process_set_significant(p, true);
                 g_strlcpy(q->comm, p->comm, sizeof q->comm);
         }
         m->placements[q->reason]++;
@@ -294,7 +288,7 @@ static bool same_unit(NpManager *m, const NpProcess *p, const NpProcess *o) {
 }
 
 static bool unit_sibling_moving(NpManager *m, const NpProcess *p) {
-        if (!p || !np_manager_unit_of(m, p))
+        if (!p || !np_classify_unit_of(m, p))
                 return false;
         GHashTableIter it;
         gpointer v;
@@ -474,7 +468,7 @@ int np_place_submit(NpManager *m, int pid, const NpMask *nodes, NpPlaceReason re
         int r = check_nodes(m, nodes, error);
         if (r < 0)
                 return r;
-        NpProcess *p = np_manager_lookup_live(m, pid, error);
+        NpProcess *p = np_scan_pid(m, pid, error);
         if (!p)
                 return -ESRCH;
         if (!m->backend || !m->mover) {

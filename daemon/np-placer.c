@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "np-classify.h"
 #include "np-log.h"
 #include "np-place.h"
 #include "np-policy.h"
@@ -48,7 +49,7 @@ static NpPolicyHold hold_of(NpManager *m, const NpProcess *p) {
         default:
                 break;
         }
-        return np_manager_is_foreign(m, p) ? NP_HOLD_FOREIGN : NP_HOLD_NONE;
+        return np_classify_foreign(m, p) ? NP_HOLD_FOREIGN : NP_HOLD_NONE;
 }
 
 /* Candidates: the significant processes, in pid order (deterministic). */
@@ -80,7 +81,7 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out) {
         g_autoptr(GHashTable) groups = g_hash_table_new(g_str_hash, g_str_equal);
         for (guint i = 0; i < cands->len; i++) {
                 const NpProcess *p = cands->pdata[i];
-                const char *unit = np_manager_unit_of(m, p);
+                const char *unit = np_classify_unit_of(m, p);
                 unsigned group = 0;
                 if (unit) {
                         group = GPOINTER_TO_UINT(g_hash_table_lookup(groups, unit));
@@ -143,9 +144,7 @@ static void params_of(NpManager *m, NpPolicyParams *out) {
 /* ---- carrying out ------------------------------------------------------- */
 
 static void set_state(NpManager *m, NpProcess *p, NpProcState state, const NpMask *target) {
-        g_autoptr(NpMask) old = p->target ? np_mask_copy(p->target) : NULL;
-        np_process_set_state(p, state, target, p->last_placed_usec);
-        np_manager_process_changed(m, p, old);
+        np_manager_set_state(m, p, state, target, p->last_placed_usec);
 }
 
 static void log_decision(const NpProcess *p, int level, const char *what, const char *why) {
@@ -265,8 +264,6 @@ static void settle_foreign(NpManager *m) {
                         set_state(m, p, NP_PROC_OBSERVED, NULL);
                         np_process_set_decision(p, "");
                 }
-                if (p->changed)
-                        m->changes.processes = true;
         }
 }
 
@@ -289,8 +286,6 @@ void np_placer_run(NpManager *m) {
                 g_autofree char *why = np_reason_render(&d->reason);
                 settle_state(m, p, hold, d, why);
                 carry_out(m, p, d, why);
-                if (p->changed)
-                        m->changes.processes = true;
         }
 }
 

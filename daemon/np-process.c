@@ -76,12 +76,28 @@ void np_process_free(NpProcess *p) {
         g_free(p);
 }
 
+/* Every published value of p that changes goes through here: its bit, and
+ * the owner's record that there is something to publish. */
+static void mark(NpProcess *p, uint32_t bits) {
+        p->changed |= bits;
+        if (p->owner_changed)
+                *p->owner_changed = true;
+}
+
+void np_process_set_significant(NpProcess *p, bool significant) {
+        if (p->significant == significant)
+                return;
+        p->significant = significant;
+        if (p->owner_changed)
+                *p->owner_changed = true;
+}
+
 void np_process_set_decision(NpProcess *p, const char *why) {
         if (g_strcmp0(p->decision, why) == 0)
                 return;
         g_free(p->decision);
         p->decision = g_strdup(why);
-        p->changed |= NP_PROCESS_DECISION;
+        mark(p, NP_PROCESS_DECISION);
 }
 
 void np_process_set_note(NpProcess *p, const char *note) {
@@ -91,7 +107,7 @@ void np_process_set_note(NpProcess *p, const char *note) {
                 return;
         g_free(p->note);
         p->note = g_strdup(note);
-        p->changed |= NP_PROCESS_DECISION;
+        mark(p, NP_PROCESS_DECISION);
 }
 
 char *np_process_decision_text(const NpProcess *p) {
@@ -134,10 +150,10 @@ void np_process_set_state(NpProcess *p, NpProcState state, const NpMask *target,
         if (p->state != state || !masks_equal(p->target, target))
                 np_details_age_invalidate(&p->details_age);
         if (p->state != state)
-                p->changed |= NP_PROCESS_STATE;
+                mark(p, NP_PROCESS_STATE);
         p->state = state;
         if (!masks_equal(p->target, target)) {
-                p->changed |= NP_PROCESS_TARGET_NODES;
+                mark(p, NP_PROCESS_TARGET_NODES);
                 np_mask_free(p->target);
                 p->target = target ? np_mask_copy(target) : NULL;
                 p->stuck_bytes = 0; /* it was of the nodes it left */
@@ -145,7 +161,7 @@ void np_process_set_state(NpProcess *p, NpProcState state, const NpMask *target,
                         np_process_set_note(p, NULL); /* placed anew: what happened before is over */
         }
         if (p->last_placed_usec != last_placed_usec)
-                p->changed |= NP_PROCESS_LAST_PLACED;
+                mark(p, NP_PROCESS_LAST_PLACED);
         p->last_placed_usec = last_placed_usec;
 }
 
@@ -155,16 +171,16 @@ void np_process_set_sample(NpProcess *p, const char *comm, double cpu_usage, uin
 
         if (strcmp(p->comm, comm) != 0) {
                 g_strlcpy(p->comm, comm, sizeof p->comm);
-                p->changed |= NP_PROCESS_COMM;
+                mark(p, NP_PROCESS_COMM);
         }
         if (p->cpu_usage != cpu_usage)
-                p->changed |= NP_PROCESS_CPU_USAGE;
+                mark(p, NP_PROCESS_CPU_USAGE);
         p->cpu_usage = cpu_usage;
         p->rss_bytes = rss_bytes;
         p->hugetlb_bytes = hugetlb_bytes;
         p->threads = threads;
         if (np_process_memory_bytes(p) != mem)
-                p->changed |= NP_PROCESS_MEMORY_BYTES;
+                mark(p, NP_PROCESS_MEMORY_BYTES);
 }
 
 static char *cgroup_path_of(NpProcTable *tab, int pid, char **unit) {
@@ -337,12 +353,12 @@ void np_process_read_cgroup(NpProcess *p, NpProcTable *tab) {
         g_autofree char *unit = NULL;
         g_autofree char *cgroup = cgroup_path_of(tab, p->pid, &unit);
         if (g_strcmp0(cgroup, p->cgroup) != 0) {
-                p->changed |= NP_PROCESS_CGROUP;
+                mark(p, NP_PROCESS_CGROUP);
                 g_free(p->cgroup);
                 p->cgroup = g_steal_pointer(&cgroup);
         }
         if (g_strcmp0(unit, p->unit) != 0) {
-                p->changed |= NP_PROCESS_UNIT;
+                mark(p, NP_PROCESS_UNIT);
                 g_free(p->unit);
                 p->unit = g_steal_pointer(&unit);
         }
@@ -366,13 +382,13 @@ void np_process_take_maps(NpProcess *p, NpNumaMaps *maps) {
                 return;
         uint64_t mem_before = np_process_memory_bytes(p);
         if (!per_node_equal(p->maps.per_node, maps->per_node))
-                p->changed |= NP_PROCESS_MEMORY_PER_NODE;
+                mark(p, NP_PROCESS_MEMORY_PER_NODE);
         np_numa_maps_clear(&p->maps);
         p->maps = *maps;
         *maps = (NpNumaMaps){ 0 };
         p->maps_error = 0;
         if (np_process_memory_bytes(p) != mem_before)
-                p->changed |= NP_PROCESS_MEMORY_BYTES;
+                mark(p, NP_PROCESS_MEMORY_BYTES);
         np_maps_age_read(&p->maps_age, np_process_scan_memory(p), p->cpu_ticks, realtime_usec());
 }
 
@@ -431,7 +447,7 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsi
                 p->mems_allowed = g_steal_pointer(&status.mems_allowed);
                 p->threads = status.threads;
                 if (status.hugetlb_bytes != p->hugetlb_bytes && !p->maps.total_bytes)
-                        p->changed |= NP_PROCESS_MEMORY_BYTES;
+                        mark(p, NP_PROCESS_MEMORY_BYTES);
                 p->hugetlb_bytes = status.hugetlb_bytes;
                 np_pid_status_clear(&status);
         } else if (r < 0) {
@@ -461,17 +477,17 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsi
                                           p->pid, p->comm, r == -ESRCH ? "no such file" : g_strerror(-r));
                         p->maps_error = r;
                         if (p->maps.per_node && p->maps.per_node->len)
-                                p->changed |= NP_PROCESS_MEMORY_PER_NODE;
+                                mark(p, NP_PROCESS_MEMORY_PER_NODE);
                         np_numa_maps_clear(&p->maps);
                 } else {
                         p->maps_error = 0;
                         if (!per_node_equal(p->maps.per_node, maps.per_node))
-                                p->changed |= NP_PROCESS_MEMORY_PER_NODE;
+                                mark(p, NP_PROCESS_MEMORY_PER_NODE);
                         np_numa_maps_clear(&p->maps);
                         p->maps = maps;
                 }
                 if (np_process_memory_bytes(p) != mem_before)
-                        p->changed |= NP_PROCESS_MEMORY_BYTES;
+                        mark(p, NP_PROCESS_MEMORY_BYTES);
                 np_maps_age_read(&p->maps_age, np_process_scan_memory(p), p->cpu_ticks, realtime_usec());
         }
 
@@ -490,7 +506,7 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsi
                 local += np_numa_maps_node_bytes(&p->maps, (unsigned) n);
         double locality = p->maps.total_bytes ? (double) local / (double) p->maps.total_bytes : 1.0;
         if (locality != p->locality)
-                p->changed |= NP_PROCESS_LOCALITY;
+                mark(p, NP_PROCESS_LOCALITY);
         p->locality = locality;
         return 0;
 }

@@ -5,7 +5,9 @@
  * resident memory, comm), the details read for significant processes
  * (allowed CPUs and nodes, where its pages are, where its threads ran, its
  * cgroup and unit), and what the daemon did with it (state, target). Plus a
- * mask of the published properties that changed, for the bus layer.
+ * mask of the published properties that changed, for the bus layer: the
+ * setters and readers here set it (and raise the owner's record); nothing
+ * else writes it but the bus, which clears it.
  *
  * Reads go through np-sysroot (fixture trees in tests). No bus, no policy.
  */
@@ -70,7 +72,7 @@ typedef struct {
         double cpu_prev; /* the measurement of the scan before (cpu_measured == 2) */
         bool grew; /* its resident memory grew by more than NP_GROWING_SHARE since the
                     * stat read before: still starting (touching its memory) */
-        unsigned followups; /* follow-up scans made for it (np-manager.h, NP_FOLLOWUP_USEC) */
+        unsigned followups; /* follow-up scans made for it (np-scan.h, NP_FOLLOWUP_USEC) */
         uint64_t rss_bytes;
         uint64_t hugetlb_bytes; /* hugetlb pages (HugetlbPages), not in rss_bytes: from the
                                  * table's look (np_proc_table_watch_hugetlb()) or status */
@@ -119,6 +121,8 @@ typedef struct {
                      * leading the Decision until its next placement; "" = none */
 
         uint32_t changed; /* NpProcessProp bits not yet published */
+        bool *owner_changed; /* raised with every changed bit and change of `significant`:
+                              * the owner's record that something is to publish (or NULL) */
 } NpProcess;
 
 /* Its CPU use is measured (not its life so far) over two scans, or over
@@ -168,6 +172,10 @@ void np_process_read_cgroup(NpProcess *p, NpProcTable *tab);
 /* Reads kernel_migrated_bytes from its threads' sched files (one read per
  * thread; 0 when the kernel does not show it). */
 void np_process_read_kernel_migrated(NpProcess *p);
+
+/* Significant (published and sampled in detail) or not; raises the owner's
+ * record when it changes (the set of published processes changes). */
+void np_process_set_significant(NpProcess *p, bool significant);
 
 /* Set the daemon's view (state, target, last placed) and the changed bits.
  * target may be NULL (none); it is copied. A new target clears stuck_bytes. */

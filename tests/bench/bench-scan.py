@@ -536,7 +536,7 @@ def numaplaced_measure(nptest, n, args, extra_conf="", root=None, between=None):
 
 
 def callgrind_measure(daemon, extra_conf, workdir, root):
-    """Instructions numaplaced executes per scan in user space (np_manager_scan
+    """Instructions numaplaced executes per scan in user space (np_scan_run
     and below), from valgrind --tool=callgrind on `numaplaced --once` (two
     scans) with the row's processes in place. Not affected by the machine's
     load: the noise-free counterpart of the CPU figures."""
@@ -549,8 +549,8 @@ def callgrind_measure(daemon, extra_conf, workdir, root):
     pids = pids_in_proc(os.path.join(root, "proc") if root else "/proc")
     # one profile part per scan: the first scan discovers every process, the
     # second is the steady state that repeats every ScanIntervalSec
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, "--toggle-collect=np_manager_scan",
-           "--dump-after=np_manager_scan", daemon, "--once", "--config", conf] + (["--root", root] if root else [])
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, "--toggle-collect=np_scan_run",
+           "--dump-after=np_scan_run", daemon, "--once", "--config", conf] + (["--root", root] if root else [])
     r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=900)
     parts = {}
     for k in (1, 2):
@@ -810,7 +810,7 @@ def report(results, args, nodes, numad_version, elapsed):
           % (min(sg), max(sg)))
         cg = e.get("callgrind")
         if cg and "error" not in cg:
-            p("callgrind (user space only, no kernel time; `numaplaced --once`, inside np_manager_scan): steady "
+            p("callgrind (user space only, no kernel time; `numaplaced --once`, inside np_scan_run): steady "
               "scan %.0f instructions, %.0f per PID; first scan (discovers every process) %.0f, %.0f per PID; "
               "%d PIDs" % (cg["ir_per_scan"], cg["ir_per_scan"] / cg["pids"], cg["ir_first_scan"] or 0,
                            (cg["ir_first_scan"] or 0) / cg["pids"], cg["pids"]))

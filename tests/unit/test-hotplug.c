@@ -18,6 +18,7 @@
 #include "np-hotplug.h"
 #include "np-manager.h"
 #include "np-sample.h"
+#include "np-scan.h"
 #include "np-sysroot.h"
 #include "np-test-api.h"
 
@@ -80,7 +81,7 @@ static void setup(Fixture *f, gconstpointer data) {
         g_assert_nonnull(f->m);
         f->m->backend = np_backend_new_full(NP_BACKEND_AFFINITY, f->runtime_dir, "numaplaced-test-hotplug", &e);
         g_assert_no_error(e);
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
 
         f->child = fork();
         g_assert_cmpint(f->child, >=, 0);
@@ -131,12 +132,11 @@ static NpProcess *hold_child_on(Fixture *f, NpProcState state, unsigned cpu) {
         g_assert_cmpint(np_backend_place(f->m->backend, f->child, st, nodes, cpus, NULL, NULL, &e), ==, 0);
         g_assert_no_error(e);
         np_sysroot_set(f->root);
-        NpProcess *p = np_process_new(f->child, st);
+        NpProcess *p = np_manager_add_process(f->m, f->child, st);
         g_strlcpy(p->comm, "child", sizeof p->comm);
-        np_process_set_state(p, state, nodes, 1);
+        np_manager_set_state(f->m, p, state, nodes, 1);
         np_process_set_decision(p, "placed on 1, which has room");
-        p->significant = true;
-        g_hash_table_insert(f->m->processes, GINT_TO_POINTER(f->child), p);
+        np_process_set_significant(p, true);
         g_autofree char *aff = affinity_of(f->child);
         g_autofree char *want = g_strdup_printf("%u", cpu);
         g_assert_cmpstr(aff, ==, want);
@@ -152,7 +152,7 @@ static NpProcess *hold_child(Fixture *f, NpProcState state) {
  * so it is put back in between, as the real /proc would keep it. */
 static unsigned scan_and_recheck(Fixture *f, NpProcess **p) {
         g_hash_table_steal(f->m->processes, GINT_TO_POINTER(f->child));
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_hash_table_insert(f->m->processes, GINT_TO_POINTER(f->child), *p);
         return np_hotplug_recheck(f->m);
 }
@@ -243,7 +243,7 @@ static void test_placed_on_cpuless_node_stays(Fixture *f, gconstpointer data) {
                 return;
         }
         set_cpu1(f, false);
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_cmpuint(np_hotplug_recheck(f->m), ==, 0);
         NpProcess *p = hold_child_on(f, NP_PROC_PLACED, 0);
         g_assert_cmpuint(scan_and_recheck(f, &p), ==, 0);

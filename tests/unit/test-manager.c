@@ -14,9 +14,11 @@
 #include <unistd.h>
 
 #include "np-advice.h"
+#include "np-classify.h"
 #include "np-manager-actions.h"
 #include "np-manager.h"
 #include "np-placer.h"
+#include "np-scan.h"
 #include "np-sysroot.h"
 #include "np-test-api.h"
 
@@ -69,15 +71,15 @@ static void teardown(Fixture *f, gconstpointer data) {
         g_free(f->root);
 }
 
-/* np_manager_scan() says when the nodes cannot be sampled (it used to
+/* np_scan_run() says when the nodes cannot be sampled (it used to
  * return 0 whatever happened, leaving main's error path dead). */
 static void test_scan_topology_gone(Fixture *f, gconstpointer data) {
         g_autofree char *meminfo = fixture_path(f, "sys/devices/system/node/node1/meminfo");
 
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_cmpuint(f->m->scans, ==, 1);
         g_assert_cmpint(g_unlink(meminfo), ==, 0);
-        int r = np_manager_scan(f->m);
+        int r = np_scan_run(f->m);
         g_assert_cmpint(r, <, 0);
         g_assert_cmpint(r, ==, -ENOENT);
         /* the processes are still sampled, and the scan is counted */
@@ -93,7 +95,7 @@ static void test_unreadable_numa_maps_keeps_process(Fixture *f, gconstpointer da
 
         g_assert_cmpint(g_unlink(maps), ==, 0);
         g_assert_cmpint(g_mkdir(maps, 0755), ==, 0);
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         NpProcess *p = np_manager_process(f->m, 4242);
         g_assert_nonnull(p);
         g_assert_true(p->significant);
@@ -108,7 +110,7 @@ static void test_missing_numa_maps_keeps_process(Fixture *f, gconstpointer data)
         g_autofree char *maps = fixture_path(f, "proc/4242/numa_maps");
 
         g_assert_cmpint(g_unlink(maps), ==, 0);
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         NpProcess *p = np_manager_process(f->m, 4242);
         g_assert_nonnull(p);
         g_assert_true(p->significant);
@@ -116,14 +118,14 @@ static void test_missing_numa_maps_keeps_process(Fixture *f, gconstpointer data)
         /* ...until the process really goes */
         g_autofree char *dir = fixture_path(f, "proc/4242");
         remove_tree(dir);
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_null(np_manager_process(f->m, 4242));
 }
 
 /* Reading a process's details again replaces them (no leak of the previous
  * per-node array: the sanitizer run of this suite checks). */
 static void test_refresh_replaces_details(Fixture *f, gconstpointer data) {
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         NpProcess *p = np_manager_process(f->m, 4242);
         g_assert_nonnull(p);
         guint n = p->maps.per_node->len;
@@ -157,7 +159,7 @@ static void test_idle_details(Fixture *f, gconstpointer data) {
         g_autofree char *orig = NULL, *narrowed = NULL, *st = NULL;
 
         g_assert_true(g_file_get_contents(status, &orig, NULL, NULL));
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         NpProcess *p = np_manager_process(f->m, 4242);
         g_assert_nonnull(p);
         g_assert_true(p->significant);
@@ -172,7 +174,7 @@ static void test_idle_details(Fixture *f, gconstpointer data) {
         g_assert_true(g_file_set_contents(status, narrowed, -1, NULL));
         unsigned max = f->m->config->locality_refresh_scans;
         g_assert_cmpuint(max, >, 2);
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_free(cpus);
         cpus = np_mask_format(p->cpus_allowed);
         g_assert_cmpstr(cpus, ==, "0-15");
@@ -191,7 +193,7 @@ static void test_idle_details(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(g_string_replace(s2, " 184467 9230 ", " 184567 9230 ", 1), ==, 1);
         g_assert_true(g_file_set_contents(stat, s2->str, -1, NULL));
         g_string_free(s2, TRUE);
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_free(cpus);
         cpus = np_mask_format(p->cpus_allowed);
         g_assert_cmpstr(cpus, ==, "0-15");
@@ -200,16 +202,16 @@ static void test_idle_details(Fixture *f, gconstpointer data) {
         /* idle again and narrowed again: read LocalityRefreshScans scans after the last read */
         g_assert_true(g_file_set_contents(status, narrowed, -1, NULL));
         for (unsigned i = 1; i < max; i++) {
-                g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+                g_assert_cmpint(np_scan_run(f->m), ==, 0);
                 g_free(cpus);
                 cpus = np_mask_format(p->cpus_allowed);
                 g_assert_cmpstr(cpus, ==, "0-15");
         }
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_free(cpus);
         cpus = np_mask_format(p->cpus_allowed);
         g_assert_cmpstr(cpus, ==, "0-1");
-        g_assert_true(np_manager_is_foreign(f->m, p));
+        g_assert_true(np_classify_foreign(f->m, p));
         g_assert_true(g_file_set_contents(status, orig, -1, NULL));
 }
 
@@ -244,7 +246,7 @@ static gint64 last_scan;
 static void scan_and_decide(Fixture *f) {
         g_usleep(100 * 1000);
         last_scan = g_get_monotonic_time();
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         np_placer_run(f->m);
 }
 
@@ -358,7 +360,7 @@ static void test_kernel_watch(Fixture *f, gconstpointer data) {
         g_autofree char *nb = fixture_path(f, "proc/sys/kernel/numa_balancing");
         unsigned utime = 1000;
         set_stat(f, utime, 262144);
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_true(np_manager_kernel_balancing(f->m));
         NpProcess *p = np_manager_process(f->m, 4242);
         g_assert_nonnull(p);
@@ -366,16 +368,16 @@ static void test_kernel_watch(Fixture *f, gconstpointer data) {
         g_assert_cmpfloat(p->locality, <, 0.9);
         for (unsigned i = 0; i < 3; i++) {
                 set_stat(f, utime += 10, 262144);
-                g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+                g_assert_cmpint(np_scan_run(f->m), ==, 0);
                 g_assert_cmpuint(p->maps_age.scans, ==, 0);
                 g_assert_cmpfloat(p->locality_prev, ==, p->locality);
         }
         g_assert_true(g_file_set_contents(nb, "0\n", -1, NULL));
         set_stat(f, utime += 10, 262144);
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_false(np_manager_kernel_balancing(f->m));
         set_stat(f, utime += 10, 262144);
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_cmpuint(p->maps_age.scans, >, 0);
 }
 
@@ -387,7 +389,7 @@ static void test_kernel_watch_until_settled(Fixture *f, gconstpointer data) {
         g_autofree char *maps = fixture_path(f, "proc/4242/numa_maps");
         unsigned utime = 1000;
         set_stat(f, utime, 262144);
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         NpProcess *p = np_manager_process(f->m, 4242);
         g_assert_nonnull(p);
         g_assert_cmpfloat(p->locality, <, 0.9);
@@ -399,17 +401,17 @@ static void test_kernel_watch_until_settled(Fixture *f, gconstpointer data) {
                                                 node, (node + 1) % 4);
         g_assert_true(g_file_set_contents(maps, line, -1, NULL));
         set_stat(f, utime += 10, 262144);
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_cmpuint(p->maps_age.scans, ==, 0);
         g_assert_cmpfloat(p->locality, >=, 0.9);
         /* local, but it changed since the read before: read again */
         set_stat(f, utime += 10, 262144);
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_cmpuint(p->maps_age.scans, ==, 0);
         g_assert_cmpfloat(p->locality_prev, ==, p->locality);
         /* settled: the age rule again */
         set_stat(f, utime += 10, 262144);
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_cmpuint(p->maps_age.scans, ==, 1);
 }
 
@@ -436,7 +438,7 @@ static void test_settled_memory(Fixture *f, gconstpointer data) {
                 maps, "7f3a00000000 default anon=262144 dirty=262144 N2=262144 kernelpagesize_kB=4\n", -1, NULL));
 
         unsigned utime = 184467;
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         NpProcess *p = np_manager_process(f->m, 4242);
         g_assert_nonnull(p);
         g_assert_true(p->significant);
@@ -444,7 +446,7 @@ static void test_settled_memory(Fixture *f, gconstpointer data) {
         unsigned max = f->m->config->locality_refresh_scans;
         for (unsigned i = 0; i < 2 * max; i++) {
                 set_utime(f, utime += 100);
-                g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+                g_assert_cmpint(np_scan_run(f->m), ==, 0);
         }
         g_assert_cmpuint(p->maps_age.scans, ==, 2 * max); /* never read by age */
         g_autofree char *mems = np_mask_format(p->mems_allowed);
@@ -456,7 +458,7 @@ static void test_settled_memory(Fixture *f, gconstpointer data) {
         g_assert_true(g_file_set_contents(
                 maps, "7f3a00000000 default anon=262144 dirty=262144 N1=1 N2=262143 kernelpagesize_kB=4\n", -1, NULL));
         set_utime(f, utime += 100);
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_cmpuint(p->maps_age.scans, ==, 0);
         g_assert_cmpuint(np_numa_maps_node_bytes(&p->maps, 1), ==, 4096);
 
@@ -464,11 +466,11 @@ static void test_settled_memory(Fixture *f, gconstpointer data) {
         g_assert_true(g_file_set_contents(status, on_2, -1, NULL));
         for (unsigned i = 1; i < max; i++) {
                 set_utime(f, utime += 100);
-                g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+                g_assert_cmpint(np_scan_run(f->m), ==, 0);
         }
         g_assert_cmpuint(p->maps_age.scans, ==, max - 1);
         set_utime(f, utime += 100);
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_cmpuint(p->maps_age.scans, ==, 0);
 
         /* that page is one its last move left where it was (stuck_bytes,
@@ -476,7 +478,7 @@ static void test_settled_memory(Fixture *f, gconstpointer data) {
         p->stuck_bytes = 4096;
         for (unsigned i = 0; i < 2 * max; i++) {
                 set_utime(f, utime += 100);
-                g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+                g_assert_cmpint(np_scan_run(f->m), ==, 0);
         }
         g_assert_cmpuint(p->maps_age.scans, ==, 2 * max);
 }
@@ -518,7 +520,7 @@ static void test_actions_do_not_scan(Fixture *f, gconstpointer data) {
 /* What the scans record for the bus: the first scan changes everything,
  * an idle scan only the scan counters. */
 static void test_change_records(Fixture *f, gconstpointer data) {
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_true(f->m->changes.manager & NP_MANAGER_SCANS);
         g_assert_cmpuint(g_hash_table_size(f->m->changes.nodes), ==, f->m->topology->nodes->len);
 
@@ -533,7 +535,7 @@ static void test_change_records(Fixture *f, gconstpointer data) {
                 ((NpProcess *) v)->changed = 0;
 
         uint64_t interval = f->m->scan_interval_usec;
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         /* the quiet scan stretched the adaptive interval: that changed too */
         g_assert_cmpuint(f->m->scan_interval_usec, >, interval);
         g_assert_cmpuint(f->m->changes.manager, ==,
@@ -552,7 +554,7 @@ static void test_change_records(Fixture *f, gconstpointer data) {
         g_autofree char *edited = g_regex_replace(re, text, -1, 0, "\\g<1>1234", 0, NULL);
         g_assert_cmpstr(edited, !=, text);
         g_assert_true(g_file_set_contents(meminfo, edited, -1, NULL));
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_cmpuint(g_hash_table_size(f->m->changes.nodes), ==, 1);
         g_assert_cmpuint(GPOINTER_TO_UINT(g_hash_table_lookup(f->m->changes.nodes, GUINT_TO_POINTER(1))), ==,
                          NP_NODE_MEMORY_FREE);
@@ -570,7 +572,7 @@ static void test_young_process_cpu(Fixture *f, gconstpointer data) {
         c->min_process_memory = 0; /* every process has a record, sshd too */
         /* bigdb (4242) started at 204.81 s: 5.19 s old, 1936.97 s of CPU */
         g_assert_true(g_file_set_contents(uptime, "210.00 100.00\n", -1, NULL));
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         NpProcess *p = np_manager_process(f->m, 4242);
         g_assert_nonnull(p);
         g_assert_cmpfloat(p->cpu_usage, >, 0.5);
@@ -584,7 +586,7 @@ static void test_young_process_cpu(Fixture *f, gconstpointer data) {
  * and get a record in the scan that sees them above MinProcessMemory or
  * included. */
 static void test_records_only_for_candidates(Fixture *f, gconstpointer data) {
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_nonnull(np_manager_process(f->m, 4242)); /* bigdb: 1 GB */
         g_assert_null(np_manager_process(f->m, 812)); /* sshd: 9 MB */
         g_assert_nonnull(np_proc_table_lookup(f->m->proc_table, 812));
@@ -595,7 +597,7 @@ static void test_records_only_for_candidates(Fixture *f, gconstpointer data) {
         /* Include= by name: a record from the next scan on */
         g_strfreev(f->m->config->include);
         f->m->config->include = g_strsplit("sshd", " ", -1);
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         NpProcess *p = np_manager_process(f->m, 812);
         g_assert_nonnull(p);
         g_assert_true(p->significant);
@@ -603,7 +605,7 @@ static void test_records_only_for_candidates(Fixture *f, gconstpointer data) {
 
         /* the threshold falls below every process: each has a record */
         f->m->config->min_process_memory = 0;
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_cmpuint(g_hash_table_size(f->m->processes), ==, seen);
 }
 
@@ -626,27 +628,27 @@ static void rewrite_in_place(Fixture *f, const char *rel, const char *from, cons
  * (MinProcessMemory=100M: the bar is 90 MB) it does, without scanning
  * itself; the next scan is the new base. */
 static void test_peek(Fixture *f, gconstpointer data) {
-        g_assert_true(np_manager_peek(f->m)); /* nothing scanned yet */
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_true(np_scan_peek(f->m)); /* nothing scanned yet */
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         uint64_t scans = f->m->scans;
-        g_assert_false(np_manager_peek(f->m));
-        g_assert_false(np_manager_peek(f->m));
+        g_assert_false(np_scan_peek(f->m));
+        g_assert_false(np_scan_peek(f->m));
         rewrite_in_place(f, "sys/devices/system/node/node1/meminfo", "MemFree:          6291456 kB",
                          "MemFree:          6194176 kB");
-        g_assert_true(np_manager_peek(f->m));
+        g_assert_true(np_scan_peek(f->m));
         g_assert_cmpuint(f->m->scans, ==, scans);
         /* the scan it brought forward is followed by another soon */
         f->m->scan_interval_usec = f->m->config->max_scan_interval_usec;
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_cmpuint(f->m->scan_interval_usec, ==, NP_FOLLOWUP_USEC);
-        g_assert_false(np_manager_peek(f->m));
+        g_assert_false(np_scan_peek(f->m));
         /* and then the regular interval again */
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_cmpuint(f->m->scan_interval_usec, ==, f->m->config->scan_interval_usec);
         /* 85 MB more: below the bar */
         rewrite_in_place(f, "sys/devices/system/node/node1/meminfo", "MemFree:          6194176 kB",
                          "MemFree:          6107136 kB");
-        g_assert_false(np_manager_peek(f->m));
+        g_assert_false(np_scan_peek(f->m));
 }
 
 /* Replace the first match of `pattern` in proc/4242/<file> with `with`. */
@@ -669,7 +671,7 @@ static void edit_bigdb(Fixture *f, const char *file, const char *pattern, const 
  * when bigdb exits. */
 static void test_advice_reserves(Fixture *f, gconstpointer data) {
         g_autoptr(GError) e = NULL;
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         f->m->changes.manager = 0;
         g_autoptr(NpMask) a = np_advice_give(f->m, 2.0, 1ull << 30, 0, &e);
         g_assert_no_error(e);
@@ -695,7 +697,7 @@ static void test_advice_reserves(Fixture *f, gconstpointer data) {
         g_autofree char *mems = g_strdup_printf("Mems_allowed_list:\t%u", node);
         edit_bigdb(f, "status", "^Cpus_allowed_list:.*$", cpus);
         edit_bigdb(f, "status", "^Mems_allowed_list:.*$", mems);
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         NpProcess *p = np_manager_process(f->m, 4242);
         g_assert_nonnull(p);
         g_assert_true(p->significant);
@@ -717,10 +719,78 @@ static void test_advice_reserves(Fixture *f, gconstpointer data) {
         /* bigdb exits: its reservation ends, the others stay */
         g_autofree char *dir = fixture_path(f, "proc/4242");
         remove_tree(dir);
-        g_assert_cmpint(np_manager_scan(f->m), ==, 0);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
         np_advice_settle(f->m);
         g_assert_cmpuint(np_reservations_count(f->m->reservations), ==, 1 + NP_RESERVE_UNPRIV_MAX);
         g_assert_cmpint(np_reservations_get(f->m->reservations, 0)->pid, ==, 0);
+}
+
+/* np_manager_process() only looks up; np_scan_pid() is the step that reads
+ * a pid and makes its record (then returns the same one). */
+static void test_lookup_is_pure(Fixture *f, gconstpointer data) {
+        g_autoptr(GError) e = NULL;
+
+        g_assert_null(np_manager_process(f->m, 812));
+        g_assert_cmpuint(g_hash_table_size(f->m->processes), ==, 0);
+        g_assert_false(f->m->changes.processes);
+        NpProcess *p = np_scan_pid(f->m, 812, &e);
+        g_assert_no_error(e);
+        g_assert_nonnull(p);
+        g_assert_true(np_manager_process(f->m, 812) == p);
+        g_assert_true(np_scan_pid(f->m, 812, &e) == p);
+        g_assert_cmpuint(g_hash_table_size(f->m->processes), ==, 1);
+        g_assert_null(np_scan_pid(f->m, 99999, &e));
+        g_assert_error(e, NP_ERROR, NP_ERROR_NO_SUCH_PROCESS);
+        g_assert_cmpuint(g_hash_table_size(f->m->processes), ==, 1);
+}
+
+static void clear_changes(NpManager *m) {
+        m->changes.manager = 0;
+        g_hash_table_remove_all(m->changes.nodes);
+        m->changes.processes = false;
+}
+
+/* The setters record what changed, and only that: a state or target
+ * change marks ManagedProcesses of the Manager and of the nodes concerned;
+ * setting the same again marks nothing; a change of significance or a
+ * record that goes changes the set of published processes. */
+static void test_setters_record_changes(Fixture *f, gconstpointer data) {
+        g_autoptr(GError) e = NULL;
+        g_autoptr(NpMask) n1 = np_mask_new();
+        np_mask_set(n1, 1);
+        NpProcess *p = np_scan_pid(f->m, 812, &e);
+        g_assert_nonnull(p);
+        clear_changes(f->m);
+        p->changed = 0;
+
+        np_manager_set_state(f->m, p, NP_PROC_PLACED, n1, 7);
+        g_assert_cmpuint(f->m->changes.manager, ==, NP_MANAGER_MANAGED);
+        g_assert_cmpuint(GPOINTER_TO_UINT(g_hash_table_lookup(f->m->changes.nodes, GUINT_TO_POINTER(1))), ==,
+                         NP_NODE_MANAGED);
+        g_assert_cmpuint(g_hash_table_size(f->m->changes.nodes), ==, 1);
+        g_assert_cmpuint(p->changed, ==, NP_PROCESS_STATE | NP_PROCESS_TARGET_NODES | NP_PROCESS_LAST_PLACED);
+        g_assert_true(f->m->changes.processes);
+
+        clear_changes(f->m);
+        p->changed = 0;
+        np_manager_set_state(f->m, p, NP_PROC_PLACED, n1, 7);
+        np_process_set_significant(p, p->significant);
+        g_assert_cmpuint(f->m->changes.manager, ==, 0);
+        g_assert_cmpuint(g_hash_table_size(f->m->changes.nodes), ==, 0);
+        g_assert_cmpuint(p->changed, ==, 0);
+        g_assert_false(f->m->changes.processes);
+
+        np_manager_set_state(f->m, p, NP_PROC_OBSERVED, NULL, 7);
+        g_assert_cmpuint(f->m->changes.manager, ==, NP_MANAGER_MANAGED);
+        g_assert_cmpuint(GPOINTER_TO_UINT(g_hash_table_lookup(f->m->changes.nodes, GUINT_TO_POINTER(1))), ==,
+                         NP_NODE_MANAGED);
+
+        clear_changes(f->m);
+        np_process_set_significant(p, !p->significant);
+        g_assert_true(f->m->changes.processes);
+        clear_changes(f->m);
+        g_hash_table_remove(f->m->processes, GINT_TO_POINTER(812));
+        g_assert_true(f->m->changes.processes);
 }
 
 int main(int argc, char **argv) {
@@ -736,6 +806,8 @@ int main(int argc, char **argv) {
         ADD("/manager/actions-do-not-scan", "2node", test_actions_do_not_scan);
         ADD("/manager/records-only-for-candidates", "2node", test_records_only_for_candidates);
         ADD("/manager/change-records", "2node", test_change_records);
+        ADD("/manager/lookup-is-pure", "2node", test_lookup_is_pure);
+        ADD("/manager/setters-record-changes", "2node", test_setters_record_changes);
         ADD("/manager/young-process-cpu", "2node", test_young_process_cpu);
         ADD("/manager/followup", "2node", test_followup);
         ADD("/manager/kernel-watch", "4node", test_kernel_watch);

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Classification: significant, included, excluded, foreign. See np-classify.h. */
+#include "np-classify.h"
+
+#include <errno.h>
+#include <math.h>
+
+bool np_classify_listed(GHashTable *t, const NpProcess *p) {
+        gpointer v;
+        if (g_hash_table_size(t) == 0 || !g_hash_table_lookup_extended(t, GINT_TO_POINTER(p->pid), NULL, &v))
+                return false;
+        return GPOINTER_TO_SIZE(v) == (gsize) p->starttime;
+}
+
+bool np_classify_included(NpManager *m, const NpProcess *p) {
+        return np_classify_listed(m->included, p) ||
+                np_config_list_match(m->config->include, (unsigned) p->pid, p->comm, p->cgroup);
+}
+
+/* With the systemd backend, a process in a unit the daemon must not change
+ * (init.scope, the daemon's own unit) is left alone, as excluded. */
+static bool in_untouchable_unit(NpManager *m, const NpProcess *p) {
+        if (!m->backend || np_backend_kind(m->backend) != NP_BACKEND_SYSTEMD || !p->unit || !p->unit[0])
+                return false;
+        if (g_str_equal(p->unit, "init.scope"))
+                return true;
+        if (!m->self_unit) {
+                g_autoptr(NpProcess) self = np_process_new(m->self_pid, 0);
+                np_process_read_cgroup(self, NULL);
+                m->self_unit = g_strdup(self->unit ? self->unit : "");
+        }
+        return m->self_unit[0] && g_str_equal(p->unit, m->self_unit);
+}
+
+bool np_classify_excluded(NpManager *m, const NpProcess *p) {
+        return np_classify_listed(m->excluded, p) ||
+                np_config_list_match(m->config->exclude, (unsigned) p->pid, p->comm, p->cgroup) ||
+                in_untouchable_unit(m, p);
+}
+
+/* Hysteresis: a significant process stays so until its CPU use falls below
+ * this share of MinProcessCPU= or its memory below this share of
+ * MinProcessMemory=, so that one running right at a threshold (a duty
+ * cycle of 50% against the default 0.5 CPU) does not come and go every
+ * scan, and with it its bus object and its place in the policy's ledger. */
+#define NP_SIGNIFICANT_KEEP_CPU 0.8
+#define NP_SIGNIFICANT_KEEP_MEMORY 0.9
+/* locality that moved less than this between two reads: the kernel is done */
+#define NP_KERNEL_SETTLED_LOCALITY 0.01
+
+const char *np_classify_unit_of(NpManager *m, const NpProcess *p) {
+        if (!m->backend || np_backend_kind(m->backend) != NP_BACKEND_SYSTEMD || !p->unit || !p->unit[0] ||
+            g_str_equal(p->unit, "init.scope"))
+                return NULL;
+        if (!g_str_has_suffix(p->unit, ".service") && !g_str_has_suffix(p->unit, ".scope"))
+                return NULL;
+        return p->unit;
+}
+
+/* Another process of p's unit is placed or being placed by the systemd
+ * mechanism: the unit carries the daemon's AllowedCPUs/AllowedMemoryNodes,
+ * which narrow p too. */
+static bool unit_carries_daemon_values(NpManager *m, const NpProcess *p) {
+        if (!np_classify_unit_of(m, p))
+                return false;
+        GHashTableIter it;
+        gpointer v;
+        g_hash_table_iter_init(&it, m->processes);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const NpProcess *o = v;
+                if (o != p && (np_process_held(o) || o->moving_to) && g_strcmp0(o->unit, p->unit) == 0)
+                        return true;
+        }
+        return false;
+}
+
+bool np_classify_foreign(NpManager *m, const NpProcess *p) {
+        if (np_process_held(p) || np_classify_included(m, p))
+                return false;
+        if (unit_carries_daemon_values(m, p))
+                return false;
+        if (p->cpus_allowed && !np_mask_subset(m->topology->all_cpus, p->cpus_allowed))
+                return true;
+        if (p->mems_allowed && !np_mask_subset(m->topology->with_memory, p->mems_allowed))
+                return true;
+        return false;
+}
+
+/* A candidate of the policy whose memory the kernel's NUMA balancing can
+ * move and which is not local yet, or whose locality still changed between
+ * its last two reads (the kernel may be moving it, or its threads moved):
+ * the policy must not decide on where its pages were a scan ago. */
+static bool kernel_moving(const NpManager *m, const NpProcess *p) {
+        if (!np_manager_kernel_balancing(m) || !p->significant || p->state != NP_PROC_OBSERVED || !p->maps.per_node ||
+            p->maps.balanced_bytes * 2 < p->maps.total_bytes)
+                return false;
+        return p->locality * 100.0 < (double) m->config->memory_locality_target || p->locality_prev < 0 ||
+                fabs(p->locality - p->locality_prev) >= NP_KERNEL_SETTLED_LOCALITY;
+}
+
+static bool is_significant(NpManager *m, NpProcess *p) {
+        const NpConfig *c = m->config;
+        /* held, or a move of it is queued or running: the policy's ledger
+         * must count where it is going */
+        if (np_process_held(p) || p->moving_to)
+                return true;
+        if (np_classify_included(m, p))
+                return true;
+        if (p->significant)
+                return (double) np_process_scan_memory(p) >=
+                        NP_SIGNIFICANT_KEEP_MEMORY * (double) c->min_process_memory &&
+                        p->cpu_usage >= NP_SIGNIFICANT_KEEP_CPU * c->min_process_cpu;
+        return np_process_scan_memory(p) >= c->min_process_memory && p->cpu_usage >= c->min_process_cpu;
+}
+
+void np_classify_exclusion(NpManager *m, NpProcess *p) {
+        bool excluded = np_classify_excluded(m, p);
+
+        if (excluded && !np_process_held(p) && p->state != NP_PROC_EXCLUDED)
+                np_process_set_state(p, NP_PROC_EXCLUDED, NULL, p->last_placed_usec);
+        else if (!excluded && p->state == NP_PROC_EXCLUDED)
+                np_process_set_state(p, NP_PROC_OBSERVED, NULL, p->last_placed_usec);
+}
+
+int np_classify_update(NpManager *m, NpProcess *p) {
+        np_classify_exclusion(m, p);
+
+        bool sig = is_significant(m, p);
+        if (!sig) { /* read again when significant again */
+                np_maps_age_invalidate(&p->maps_age);
+                np_details_age_invalidate(&p->details_age);
+        }
+        /* one whose pages the kernel's balancing may be moving: its
+         * numa_maps read every scan it ran, so the policy decides on where
+         * they are now (the kernel moves pages only on its accesses) */
+        if (sig && kernel_moving(m, p) && p->cpu_ticks != p->maps_age.cpu_ticks)
+                np_maps_age_invalidate(&p->maps_age);
+        if (sig && np_process_refresh(p, m->topology, m->proc_table, m->config->locality_refresh_scans) < 0)
+                return -ESRCH;
+        /* a candidate not measured yet whose pages the kernel's balancing
+         * has begun to move is decided at once (np-policy.h) */
+        if (sig && np_manager_kernel_balancing(m) && p->state == NP_PROC_OBSERVED && !np_process_cpu_settled(p) &&
+            p->maps.per_node && p->maps.balanced_bytes * 2 >= p->maps.total_bytes)
+                np_process_read_kernel_migrated(p);
+        np_process_set_significant(p, sig);
+        return 0;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+/*
+ * Classification: what a known process is to the daemon. Significant (a
+ * candidate of the policy), included, excluded, foreign, the unit it is
+ * placed with. Rules over the manager's state and configuration. It reads
+ * the details of a process it finds significant (np_process_refresh()) but
+ * never scans, places or publishes, and calls nothing of np-manager.c or
+ * np-scan.c (both call it).
+ */
+#include <stdbool.h>
+
+#include "np-manager.h"
+#include "np-process.h"
+
+/* pid is in an Include()/Exclude() table with p's start time. */
+bool np_classify_listed(GHashTable *table, const NpProcess *p);
+
+/* Is the process included (Include= or Include()) / excluded (Exclude=,
+ * Exclude(), or a unit the daemon must not change)? */
+bool np_classify_included(NpManager *m, const NpProcess *p);
+bool np_classify_excluded(NpManager *m, const NpProcess *p);
+
+/* Its CPUs or memory nodes were narrowed by someone else (taskset, numactl,
+ * a container's cpuset) and neither the daemon holds it nor Include= names
+ * it: the policy leaves it alone (State "foreign"). */
+bool np_classify_foreign(NpManager *m, const NpProcess *p);
+
+/* The unit whose AllowedCPUs/AllowedMemoryNodes placing p changes, or NULL:
+ * with the systemd backend, a .service or .scope other than init.scope
+ * (the systemd mechanism places a process of any other unit with the
+ * affinity one). Its processes are decided as one (np-placer.c). */
+const char *np_classify_unit_of(NpManager *m, const NpProcess *p);
+
+/* State "excluded" when p is excluded and not held; "observed" again when
+ * an excluded one no longer is. */
+void np_classify_exclusion(NpManager *m, NpProcess *p);
+
+/* Classify p again (exclusion, then significance, with hysteresis) and
+ * read its details (np_process_refresh()) when it is significant.
+ * 0, or -ESRCH when it vanished while being read. */
+int np_classify_update(NpManager *m, NpProcess *p);
