@@ -287,6 +287,25 @@ static int confined_node(const NpProcess *p, const NpTopology *t) {
  * all its threads run there, so its own ticks are its CPU on that node,
  * however many threads it has. The process's ticks also count its threads
  * that exited, so they are compared only with ticks read the same way. */
+/* fn(contents, data) for each readable /proc/PID/task/TID/<file> of p. */
+static void each_task_file(const NpProcess *p, const char *file, void (*fn)(const char *buf, void *data), void *data) {
+        g_autofree char *dir = np_path("/proc/%d/task", p->pid);
+        g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+        const char *name;
+        while (d && (name = g_dir_read_name(d))) {
+                g_autofree char *buf = NULL;
+                if (np_read_filef(&buf, NULL, "/proc/%d/task/%s/%s", p->pid, name, file) >= 0)
+                        fn(buf, data);
+        }
+}
+
+static void take_task_stat(const char *buf, void *data) {
+        ThreadRead *r = data;
+        NpPidStat st;
+        if (np_parse_pid_stat(buf, &st) == 0)
+                take_thread(r, st.pid, np_topology_node_of_cpu(r->t, (unsigned) st.processor), st.utime + st.stime);
+}
+
 static void read_threads(NpProcess *p, const NpTopology *t, NpProcTable *tab) {
         g_autoptr(GHashTable) ticks = g_hash_table_new(g_direct_hash, g_direct_equal);
         g_autoptr(NpMask) all = np_mask_new();
@@ -314,19 +333,7 @@ static void read_threads(NpProcess *p, const NpTopology *t, NpProcTable *tab) {
                 int n = confined >= 0 ? confined : np_topology_node_of_cpu(t, (unsigned) st1.processor);
                 take_thread(&r, p->pid, n, st1.utime + st1.stime);
         } else {
-                g_autofree char *dir = np_path("/proc/%d/task", p->pid);
-                g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-                const char *name;
-                while (d && (name = g_dir_read_name(d))) {
-                        g_autofree char *buf = NULL;
-                        NpPidStat st;
-                        if (np_read_filef(&buf, NULL, "/proc/%d/task/%s/stat", p->pid, name) < 0)
-                                continue;
-                        if (np_parse_pid_stat(buf, &st) < 0)
-                                continue;
-                        take_thread(&r, st.pid, np_topology_node_of_cpu(t, (unsigned) st.processor),
-                                    st.utime + st.stime);
-                }
+                each_task_file(p, "stat", take_task_stat, &r);
         }
         if (np_mask_empty(all)) {
                 /* no task directory readable: the process's own last CPU */
@@ -416,18 +423,15 @@ static bool memory_settled(const NpProcess *p) {
         return n >= 0 && np_numa_maps_node_bytes(&p->maps, (unsigned) n) + p->stuck_bytes >= p->maps.total_bytes;
 }
 
+static void add_task_migrated(const char *buf, void *data) {
+        uint64_t *sum = data, pages;
+        if (np_parse_sched_numa_migrated(buf, &pages) == 0 && pages <= UINT64_MAX - *sum)
+                *sum += pages;
+}
+
 void np_process_read_kernel_migrated(NpProcess *p) {
         uint64_t sum = 0;
-        g_autofree char *dir = np_path("/proc/%d/task", p->pid);
-        g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-        const char *name;
-        while (d && (name = g_dir_read_name(d))) {
-                g_autofree char *buf = NULL;
-                uint64_t pages;
-                if (np_read_filef(&buf, NULL, "/proc/%d/task/%s/sched", p->pid, name) >= 0 &&
-                    np_parse_sched_numa_migrated(buf, &pages) == 0 && pages <= UINT64_MAX - sum)
-                        sum += pages;
-        }
+        each_task_file(p, "sched", add_task_migrated, &sum);
         p->kernel_migrated_bytes = sum * (uint64_t) sysconf(_SC_PAGESIZE);
 }
 

@@ -307,6 +307,38 @@ static void test_confined(void) {
         remove_root(root, pid);
 }
 
+/* The pages the kernel's balancing moved of a process: the sum of its
+ * threads' numa_pages_migrated, a thread without the line (or whose file
+ * went away) counting nothing. */
+static void test_kernel_migrated(void) {
+        g_autofree char *root = g_dir_make_tmp("np-sched-XXXXXX", NULL);
+        g_assert_nonnull(root);
+        static const struct {
+                const char *tid, *text;
+        } files[] = {
+                { "777",
+                  "w (777, #threads: 3)\nnuma_pages_migrated                          :                 1000\n" },
+                { "778", "numa_scan_seq : 2\nnuma_pages_migrated : 24\n" },
+                { "779", "se.exec_start : 1.0\n" }, /* no such line */
+        };
+        for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+                g_autofree char *dir = g_build_filename(root, "proc", "777", "task", files[i].tid, NULL);
+                g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
+                g_autofree char *f = g_build_filename(dir, "sched", NULL);
+                g_assert_true(g_file_set_contents(f, files[i].text, -1, NULL));
+        }
+        np_sysroot_set(root);
+        g_autoptr(NpProcess) p = np_process_new(777, 1);
+        np_process_read_kernel_migrated(p);
+        g_assert_cmpuint(p->kernel_migrated_bytes, ==, 1024 * (uint64_t) sysconf(_SC_PAGESIZE));
+        g_autoptr(NpProcess) gone = np_process_new(778, 1); /* no such directory */
+        np_process_read_kernel_migrated(gone);
+        g_assert_cmpuint(gone->kernel_migrated_bytes, ==, 0);
+        np_sysroot_set(NULL);
+        g_autofree char *rm = g_strdup_printf("rm -rf '%s'", root);
+        g_assert_cmpint(system(rm), ==, 0);
+}
+
 int main(int argc, char **argv) {
         if (argc == 3 && strcmp(argv[1], "--spin") == 0)
                 return spin_main((unsigned) atoi(argv[2]), false);
@@ -321,5 +353,6 @@ int main(int argc, char **argv) {
         g_test_add_data_func("/process/threads/two-need-task-dir", &two_no_task, test_threads);
         g_test_add_func("/process/threads/one-after-two", test_thread_ended);
         g_test_add_func("/process/threads/confined-to-one-node", test_confined);
+        g_test_add_func("/process/kernel-migrated", test_kernel_migrated);
         return g_test_run();
 }
