@@ -224,10 +224,14 @@ def plot(args, results):
         print("bench-policy: gnuplot not found (Debian package gnuplot-nox); no plot")
         return
     tmp = tempfile.mkdtemp(prefix="bench-policy-")
-    cmds = ["set terminal png size 1200,520",
-        f"set output '{args.png}'", "set multiplot layout 1,2", "set yrange [0:1.05]",
-        "set xlabel 'seconds after the workloads started'", "set ylabel 'locality (mean of the two processes)'",
-        "set key bottom right", "set grid"]
+    # one panel per scenario, two to a row
+    n = len(args.scenarios)
+    cols = min(n, 2)
+    rows = (n + 1) // 2
+    cmds = [f"set terminal png size {600 * cols},{480 * rows}",
+        f"set output '{args.png}'", f"set multiplot layout {rows},{cols}", "set yrange [0:1.05]",
+        "set xlabel 'seconds after the workloads started'", "set ylabel 'locality (mean of a and b)'",
+        "set key bottom right", "set grid", "set title font ',10'"]
     for sc in args.scenarios:
         plots = []
         for way in args.ways:
