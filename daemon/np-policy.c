@@ -564,6 +564,16 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
 
 /* ---- the entry points (groups: np-policy-group.c) ----------------------- */
 
+/* A member p of group u that joins where the group is: the group stays
+ * where another member placed it (or is moving it), and p is held by
+ * nothing of its own; the unit's values confine it there already, and its
+ * pages follow by the daemon's plan, not the kernel's when the unit's memory
+ * nodes are set. */
+static bool joins_unit(const NpPolicyProcess *p, const NpPolicyProcess *u, const NpDecision *d) {
+        return p->hold == NP_HOLD_NONE && (u->hold == NP_HOLD_PLACED || u->hold == NP_HOLD_MOVING) &&
+                d->kind == NP_DECISION_KEEP && u->current && !np_mask_empty(u->current) && p->per_node;
+}
+
 GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
                             const NpPolicyParams *params) {
         bool any = false;
@@ -580,11 +590,21 @@ GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPo
         for (guint i = 0; i < n_procs; i++) {
                 guint j = g.slot_of[i];
                 const NpDecision *d = merged->pdata[j];
-                NpDecision *c = g_new0(NpDecision, 1);
-                c->pid = procs[i].pid;
-                c->kind = d->kind;
-                c->nodes = copy_mask(d->nodes);
-                np_reason_copy(&c->reason, &d->reason);
+                const NpPolicyProcess *u = &g_array_index(g.merged, NpPolicyProcess, j);
+                NpDecision *c;
+                if (joins_unit(&procs[i], u, d)) {
+                        NpReason r = { .code = NP_REASON_JOIN_UNIT,
+                                       .nodes = np_mask_copy(u->current),
+                                       .bytes = procs[i].mem -
+                                               MIN(procs[i].mem, np_ledger_bytes_on_set(&procs[i], u->current)) };
+                        c = decision(procs[i].pid, NP_DECISION_MOVE, np_mask_copy(u->current), &r);
+                } else {
+                        c = g_new0(NpDecision, 1);
+                        c->pid = procs[i].pid;
+                        c->kind = d->kind;
+                        c->nodes = copy_mask(d->nodes);
+                        np_reason_copy(&c->reason, &d->reason);
+                }
                 c->reason.unit_members = g.size[j];
                 g_ptr_array_add(res, c);
         }

@@ -176,7 +176,9 @@ uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves);
  * every member gets the group's decision. The group is held by its firmest
  * member's hold: moving, then pinned, then excluded, then placed, then
  * foreign (a sibling narrowed by the daemon's own values on the unit is not
- * foreign to it).
+ * foreign to it). A member held by nothing of its own, in a group kept
+ * where another member is placed or moving, joins it: a MOVE to the
+ * group's nodes (NP_REASON_JOIN_UNIT).
  */
 GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
                             const NpPolicyParams *params);

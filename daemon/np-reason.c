@@ -284,6 +284,11 @@ char *np_reason_render(const NpReason *r) {
                         g_string_append_c(o, ')');
                 }
                 break;
+        case NP_REASON_JOIN_UNIT:
+                g_string_append_printf(
+                        o, "its unit's other processes are placed on %s: it joins them there (%.0f MiB to move)", nodes,
+                        mib);
+                break;
         case NP_REASON_HOTPLUG_RELEASED:
         case NP_REASON_HOTPLUG_RELEASE_FAILED:
         case NP_REASON_HOTPLUG_CONFINE_FAILED:

@@ -81,6 +81,9 @@ typedef enum {
         NP_REASON_EVERY_NODE, /* cpu and bytes need every node: left spread (KEEP) */
         NP_REASON_STILL_BEST, /* its nodes `nodes` are still the best (KEEP) */
         NP_REASON_PLACE, /* place on `nodes`: dist_lo, dist_hi, bytes to move; alone_node, alone (MOVE) */
+        /* the unit's other processes are placed on (or moving to) `nodes`:
+         * it joins them there, bytes to move (MOVE) */
+        NP_REASON_JOIN_UNIT,
         /* notes leading the Decision after the CPUs of its nodes `nodes`
          * changed from cpus_before to cpus (np-hotplug.h) */
         NP_REASON_HOTPLUG_RELEASED, /* none left online: released */

@@ -666,6 +666,42 @@ static void test_unit_holds(void) {
         machine_clear(&m);
 }
 
+/* A process of a placed unit that becomes a candidate after the unit was
+ * placed (it grew later than its sibling) joins the unit's nodes with a
+ * move of its own: the unit's values confine it there already, and its
+ * pages follow by the daemon's plan. So does one whose sibling is moving
+ * now. One narrowed by someone else does not (test_unit_holds). */
+static void test_unit_member_joins(void) {
+        Machine m;
+        machine_init(&m, 4, 1, 512 * MiB);
+        NpPolicyProcess *a = process(&m, 100, 0.3, "1", (unsigned[]){ 0, 150, 0, 0 });
+        NpPolicyProcess *b = process(&m, 101, 0.3, "1", (unsigned[]){ 40, 40, 40, 30 });
+        a->group = b->group = 5;
+        a->hold = NP_HOLD_PLACED;
+        a->current = mask(&m, "1");
+        a->since_move_usec = 5 * G_USEC_PER_SEC;
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_keep(d, 0, NP_REASON_RECENTLY_MOVED);
+        assert_move(d, 1, "1");
+        g_assert_cmpint(why(d, 1)->code, ==, NP_REASON_JOIN_UNIT);
+        g_assert_cmpuint(why(d, 1)->bytes, ==, 110 * MiB);
+        g_assert_cmpuint(why(d, 1)->unit_members, ==, 2);
+
+        a->hold = NP_HOLD_MOVING;
+        a->current = mask(&m, "1");
+        g_autoptr(GPtrArray) e = decide(&m);
+        assert_keep(e, 0, NP_REASON_MOVING);
+        assert_move(e, 1, "1");
+        g_assert_cmpint(why(e, 1)->code, ==, NP_REASON_JOIN_UNIT);
+
+        /* its numa_maps unreadable: nothing to plan from, it waits */
+        a->hold = NP_HOLD_PLACED;
+        b->per_node = NULL;
+        g_autoptr(GPtrArray) f = decide(&m);
+        g_assert_cmpint(dec(f, 1)->kind, ==, NP_DECISION_KEEP);
+        machine_clear(&m);
+}
+
 /* A placed process stays while its nodes hold it; when another process
  * crowds them it grows onto a neighbour (no page moves) rather than
  * moving away. */
@@ -1542,6 +1578,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/unit-as-one", test_unit_as_one);
         g_test_add_func("/policy/unit-summed-demand", test_unit_summed_demand);
         g_test_add_func("/policy/unit-holds", test_unit_holds);
+        g_test_add_func("/policy/unit-member-joins", test_unit_member_joins);
         g_test_add_func("/policy/hugetlb-pool-too-small", test_hugetlb_pool_too_small);
         g_test_add_func("/policy/hugetlb-bigger-set", test_hugetlb_bigger_set);
         g_test_add_func("/policy/hugetlb-pools-ledger", test_hugetlb_pools_ledger);

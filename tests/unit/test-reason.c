@@ -290,6 +290,9 @@ static void test_unit(void) {
         check((NpReason){ .code = NP_REASON_PINNED, .unit_members = 2 }, "1", NULL,
               "with the 2 processes of its unit: pinned on 1 by Place()");
         check((NpReason){ .code = NP_REASON_PLACED_ROOM, .unit_members = 1 }, "1", NULL, "placed on 1, which has room");
+        check((NpReason){ .code = NP_REASON_JOIN_UNIT, .unit_members = 2, .bytes = 110 * 1024 * 1024 }, "2", NULL,
+              "with the 2 processes of its unit: its unit's other processes are placed on 2: it joins them there "
+              "(110 MiB to move)");
 }
 
 int main(int argc, char **argv) {

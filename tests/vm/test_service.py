@@ -29,9 +29,10 @@ Steps, each checked on the host:
     that target, the state file records both. Once MinSecondsBetweenMoves=
     has passed, the policy's Decision does not count the pages the kernel
     moved when the unit's memory nodes were set (after the last of the two
-    moves) as left outside. One killed: the unit keeps
-    the daemon's values; the other killed too: the unit, still running, is
-    put back.
+    moves) as left outside. A third process started in the placed unit
+    joins its nodes and is recorded under the unit. One of the pair killed:
+    the unit keeps the daemon's values; the other killed too: the unit,
+    still running, is put back.
  9. A process in the root cgroup (no unit the daemon may change): Place()
     falls back to the affinity mechanism (its state record says so), and
     the stop puts its affinity back. PID 1 (init.scope), included with
@@ -196,11 +197,19 @@ systemctl stop numaplaced
 systemctl stop busy
 
 # 8. a unit holding two significant processes is placed as one: two 150 MB
-# interleaved workloads in one service (significant from 100 MB here)
+# interleaved workloads in one service (significant from 100 MB here). The
+# daemon is paused until both are significant, so that the policy sees them
+# together (one that becomes significant later joins the placed unit with a
+# move of its own, unit test /policy/unit-member-joins; but by then the
+# first move's AllowedMemoryNodes= had the kernel move its pages)
 printf '[Placement]\nMinProcessMemory=100M\nMinProcessCPU=0.1\n' > /etc/numaplaced.conf.d/60-pair.conf
 systemctl start numaplaced; wait_active
+busctl call $M Pause
 W="/usr/local/bin/np-workload --mb 150 --interleave 0-3 --no-thp --sweep --duty 15 --no-pin --reset-policy"
-systemd-run --unit=pair sh -c "$W & $W & exec sleep 100000" >/dev/null 2>&1
+# a third starts in the unit once the pair is placed (/run/pair-third)
+W3="/usr/local/bin/np-workload --mb 150 --no-thp --sweep --duty 15 --no-pin"
+systemd-run --unit=pair sh -c "$W & $W & (while [ ! -e /run/pair-third ]; do sleep 0.5; done; exec $W3) &
+    exec sleep 100000" >/dev/null 2>&1
 PP=
 for i in $(seq 1 120); do
     PP=$(for p in $(cat /sys/fs/cgroup/system.slice/pair.service/cgroup.procs 2>/dev/null); do
@@ -210,6 +219,18 @@ for i in $(seq 1 120); do
 done
 set -- $PP; PA=${1:-0}; PB=${2:-0}
 R pair-pids $PA $PB
+seen=0
+for i in $(seq 1 240); do
+    seen=1
+    for p in $PA $PB; do
+        busctl get-property org.numaplaced1 /org/numaplaced1/process/$p org.numaplaced1.Process State \
+            >/dev/null 2>&1 || seen=0
+    done
+    [ $seen = 1 ] && break
+    sleep 0.5
+done
+R pair-both-significant $seen
+busctl call $M Resume
 R pair-before "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value pair | tr '\n' ' ')"
 for i in $(seq 1 480); do
     m=$(busctl get-property $M ManagedProcesses)
@@ -247,8 +268,6 @@ for x in a b; do
     [ $x = a ] && p=$PA || p=$PB
     journalctl -u numaplaced --no-pager -o cat | grep "^Placed $p " | tail -1 | { read -r l; R pair-placed-$x "$l"; }
 done
-# the placed processes die while their unit lives on: the unit keeps the
-# daemon's values while one of them is placed, and is put back with the last
 gone_from_managed() {
     for i in $(seq 1 120); do
         busctl get-property $M ManagedProcesses | grep -qw "$1" || return 0
@@ -256,6 +275,29 @@ gone_from_managed() {
     done
     return 1
 }
+# a third process of the placed unit becomes significant: it joins the
+# unit's nodes and is placed (recorded under the unit) too
+touch /run/pair-third
+PC=
+for i in $(seq 1 60); do
+    PC=$(for p in $(cat /sys/fs/cgroup/system.slice/pair.service/cgroup.procs 2>/dev/null); do
+        [ "$(cat /proc/$p/comm 2>/dev/null)" = np-workload ] && [ $p != $PA ] && [ $p != $PB ] && echo $p
+    done | head -1)
+    [ -n "$PC" ] && break
+    sleep 0.5
+done
+R pair-c-pid ${PC:-0}
+for i in $(seq 1 120); do
+    busctl get-property $M ManagedProcesses | grep -qw "${PC:-x}" && break
+    sleep 0.5
+done
+PO="org.numaplaced1 /org/numaplaced1/process/${PC:-0} org.numaplaced1.Process"
+R pair-c-target $(busctl get-property $PO TargetNodes)
+R pair-c-decision "$(busctl get-property $PO State) $(busctl get-property $PO Decision)"
+R pair-c-state-units $(grep -c '^Unit=pair.service' /run/numaplaced/state)
+[ -n "$PC" ] && kill $PC; gone_from_managed ${PC:-x}; R pair-c-gone $?
+# the placed processes die while their unit lives on: the unit keeps the
+# daemon's values while one of them is placed, and is put back with the last
 kill $PA; gone_from_managed $PA; R pair-one-gone $?
 R pair-one-gone-allowed "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value pair | tr '\n' ' ')"
 kill $PB; gone_from_managed $PB; R pair-both-gone $?
@@ -398,6 +440,7 @@ def body():
     # 8
     pa, pb = (res.get("pair-pids") or "0 0").split()
     t.check(pa != "0" and pb != "0", f"the pair service runs two workloads ({pa}, {pb})")
+    t.eq(res.get("pair-both-significant"), "1", "both workloads of the pair became significant while paused")
     managed = (res.get("pair-managed") or "").split()
     t.check(pa in managed and pb in managed, f"both placed by the policy (ManagedProcesses {managed})")
     ta, tb = (res.get("pair-target-a") or "").split(), (res.get("pair-target-b") or "").split()
@@ -430,6 +473,14 @@ def body():
                 f"pair {x}: later, the policy knows the kernel moved the pages its move left ({later!r})")
     t.check(int(res.get("pair-log") or "0") >= 2,
             f"the journal says each was placed with the unit's two processes: {res.all('pair-log-line')}")
+    pc = res.get("pair-c-pid") or "0"
+    t.check(pc != "0", f"a third workload started in the placed unit ({pc})")
+    tc = (res.get("pair-c-target") or "").split()
+    dc = res.get("pair-c-decision") or ""
+    t.check(len(ta) >= 3 and tc == ta and dc.startswith('s "placed"') and "it joins them there" in dc,
+            f"the third joins the unit's nodes and is placed ({tc}, unit {ta}; {dc})")
+    t.eq(res.get("pair-c-state-units"), "3", "the state file records the third under Unit=pair.service too")
+    t.eq(res.get("pair-c-gone"), "0", "the third killed: the daemon lets go of it")
     t.eq(res.get("pair-one-gone"), "0", "one of the pair killed: the daemon lets go of it")
     if nodes:
         got = (res.get("pair-one-gone-allowed") or "").split()
