@@ -56,6 +56,12 @@ typedef struct {
         const char *(*root)(const NpMechanism *m);
         const char *(*variant)(const NpMechanism *m);
 
+        /* What the mechanism does to the processes of `unit` (a systemd unit
+         * name, not empty; `self_unit` is the daemon's own, may be NULL):
+         * confines them together, must not change them, or holds each on
+         * its own. May be NULL (each on its own). */
+        NpUnitRole (*unit_role)(const NpMechanism *m, const char *unit, const char *self_unit);
+
         /* The daemon container for a node set (stored in p->cgroup), or NULL
          * when the mechanism has none. Caller frees. */
         char *(*container_for)(const NpMechanism *m, const NpMask *nodes);

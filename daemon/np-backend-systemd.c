@@ -89,6 +89,14 @@ static const char *unit_interface(const char *unit) {
         return NULL;
 }
 
+/* The unit's AllowedCPUs=/AllowedMemoryNodes= apply to all its processes;
+ * init.scope and the daemon's own unit are not changed. */
+static NpUnitRole op_unit_role(const NpMechanism *m, const char *unit, const char *self_unit) {
+        if (g_str_equal(unit, "init.scope") || (self_unit && self_unit[0] && g_str_equal(unit, self_unit)))
+                return NP_UNIT_UNTOUCHABLE;
+        return unit_interface(unit) ? NP_UNIT_TOGETHER : NP_UNIT_EACH;
+}
+
 /* Unit name of pid: 0 or a negative errno with *error set. */
 static int unit_of_pid(sd_bus *bus, pid_t pid, char **unit, char **path, GError **error) {
         sd_bus_error e = SD_BUS_ERROR_NULL;
@@ -326,6 +334,7 @@ const NpBackendOps np_backend_systemd_ops = {
         .name = "systemd",
         .probe = op_probe,
         .free_data = bus_free,
+        .unit_role = op_unit_role,
         .record = op_record,
         .confine = op_confine,
         .finish = op_finish,

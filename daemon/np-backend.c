@@ -237,6 +237,12 @@ const char *np_backend_name(const NpBackend *b) {
         return b->active->ops->name;
 }
 
+NpUnitRole np_backend_unit_role(const NpBackend *b, const char *unit, const char *self_unit) {
+        if (!b || !unit || !unit[0] || !b->active->ops->unit_role)
+                return NP_UNIT_EACH;
+        return b->active->ops->unit_role(b->active, unit, self_unit);
+}
+
 NpBackendKind np_backend_kind(const NpBackend *b) {
         return b->active->ops->kind;
 }

@@ -61,6 +61,17 @@ NpBackend *np_backend_new_full(NpBackendKind kind, const char *runtime_dir, cons
 void np_backend_free(NpBackend *b);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpBackend, np_backend_free)
 
+/* How the mechanism in force treats the processes of a systemd unit. */
+typedef enum {
+        NP_UNIT_EACH, /* each process is confined on its own */
+        NP_UNIT_TOGETHER, /* the unit's values confine every process in it at once */
+        NP_UNIT_UNTOUCHABLE, /* the unit must not be changed (init.scope, the daemon's own) */
+} NpUnitRole;
+
+/* The role of `unit` (NULL or "" = none: NP_UNIT_EACH) for the mechanism in
+ * force; `self_unit` is the daemon's own unit (NULL or "" = unknown). */
+NpUnitRole np_backend_unit_role(const NpBackend *b, const char *unit, const char *self_unit);
+
 /* The name of the mechanism in force ("systemd", "cpuset", "affinity"; never
  * "auto"). */
 const char *np_backend_name(const NpBackend *b);

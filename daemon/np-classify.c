@@ -17,19 +17,22 @@ bool np_classify_included(NpManager *m, const NpProcess *p) {
                 np_config_list_match(m->config->include, (unsigned) p->pid, p->comm, p->cgroup);
 }
 
-/* With the systemd backend, a process in a unit the daemon must not change
- * (init.scope, the daemon's own unit) is left alone, as excluded. */
-static bool in_untouchable_unit(NpManager *m, const NpProcess *p) {
-        if (!m->backend || np_backend_kind(m->backend) != NP_BACKEND_SYSTEMD || !p->unit || !p->unit[0])
-                return false;
-        if (g_str_equal(p->unit, "init.scope"))
-                return true;
+/* The daemon's own unit ("" when it has none), read once. */
+static const char *self_unit(NpManager *m) {
         if (!m->self_unit) {
                 g_autoptr(NpProcess) self = np_process_new(m->self_pid, 0);
                 np_process_read_cgroup(self, NULL);
                 m->self_unit = g_strdup(self->unit ? self->unit : "");
         }
-        return m->self_unit[0] && g_str_equal(p->unit, m->self_unit);
+        return m->self_unit;
+}
+
+/* A process in a unit the mechanism must not change (init.scope, the
+ * daemon's own unit) is left alone, as excluded. */
+static bool in_untouchable_unit(NpManager *m, const NpProcess *p) {
+        if (!m->backend || !p->unit || !p->unit[0])
+                return false;
+        return np_backend_unit_role(m->backend, p->unit, self_unit(m)) == NP_UNIT_UNTOUCHABLE;
 }
 
 bool np_classify_excluded(NpManager *m, const NpProcess *p) {
@@ -49,12 +52,9 @@ bool np_classify_excluded(NpManager *m, const NpProcess *p) {
 #define NP_KERNEL_SETTLED_LOCALITY 0.01
 
 const char *np_classify_unit_of(NpManager *m, const NpProcess *p) {
-        if (!m->backend || np_backend_kind(m->backend) != NP_BACKEND_SYSTEMD || !p->unit || !p->unit[0] ||
-            g_str_equal(p->unit, "init.scope"))
+        if (!m->backend || !p->unit || !p->unit[0])
                 return NULL;
-        if (!g_str_has_suffix(p->unit, ".service") && !g_str_has_suffix(p->unit, ".scope"))
-                return NULL;
-        return p->unit;
+        return np_backend_unit_role(m->backend, p->unit, NULL) == NP_UNIT_TOGETHER ? p->unit : NULL;
 }
 
 /* Another process of p's unit is placed or being placed by the systemd

@@ -26,10 +26,9 @@ bool np_classify_excluded(NpManager *m, const NpProcess *p);
  * it: the policy leaves it alone (State "foreign"). */
 bool np_classify_foreign(NpManager *m, const NpProcess *p);
 
-/* The unit whose AllowedCPUs/AllowedMemoryNodes placing p changes, or NULL:
- * with the systemd backend, a .service or .scope other than init.scope
- * (the systemd mechanism places a process of any other unit with the
- * affinity one). Its processes are decided as one (np-placer.c). */
+/* The unit whose values placing p changes for all its processes (the
+ * mechanism in force confines them together: np_backend_unit_role()), or
+ * NULL. Its processes are decided as one (np-placer.c). */
 const char *np_classify_unit_of(NpManager *m, const NpProcess *p);
 
 /* State "excluded" when p is excluded and not held; "observed" again when

@@ -333,6 +333,9 @@ static void test_cpuset_place_release(Fixture *f, gconstpointer data) {
                 return;
         g_assert_cmpstr(np_backend_name(b), ==, "cpuset");
         g_assert_cmpint(np_backend_kind(b), ==, NP_BACKEND_CPUSET);
+        /* a cpuset child per node set: a unit's processes are held each on its own */
+        g_assert_cmpint(np_backend_unit_role(b, "pair.service", NULL), ==, NP_UNIT_EACH);
+        g_assert_cmpint(np_backend_unit_role(b, "init.scope", NULL), ==, NP_UNIT_EACH);
         pid = spawn_helper();
         orig_cg = snapshot(pid, true);
         orig_aff = snapshot(pid, false);
