@@ -6,7 +6,7 @@
 #include <math.h>
 
 #include "np-log.h"
-#include "np-placer.h"
+#include "np-decide.h"
 #include "np-reserve.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -116,7 +116,7 @@ static void log_fit(NpManager *m, const NpMask *nodes, double cpus, uint64_t byt
 NpMask *np_advice_give(NpManager *m, double cpus, uint64_t bytes, uint32_t uid, GError **error) {
         expire(m);
         NpAdviceFit fit;
-        NpMask *nodes = np_placer_advise(m, cpus, bytes, &fit, error);
+        NpMask *nodes = np_decide_advise(m, cpus, bytes, &fit, error);
         if (!nodes)
                 return NULL;
         if (!fit.fits && notice_allowed(m, uid))

@@ -2,7 +2,7 @@
 #pragma once
 /*
  * Advice that reserves room, on the manager: Advise() answers from the
- * policy (np_placer_advise()) and holds what it handed out (np-reserve.h)
+ * policy (np_decide_advise()) and holds what it handed out (np-reserve.h)
  * for AdviceHoldSec=; after each scan the reservations whose process showed
  * up shrink or end; a timer on the manager's event loop drops each at its
  * expiry. Every change of the list raises NP_MANAGER_RESERVATIONS. An

@@ -17,7 +17,7 @@
 #include "np-config.h"
 #include "np-log.h"
 #include "np-manager.h"
-#include "np-placer.h"
+#include "np-decide.h"
 #include "np-scan.h"
 
 #define BUS_NAME "org.numaplaced1"
@@ -211,7 +211,7 @@ static NpMask *ask_machine(double cpus, uint64_t bytes, const char *config_file,
                 fprintf(stderr, "numaplaced: sampling this machine is slow (%.1f s); advice from one sample\n",
                         (double) took / 1e6);
         }
-        NpMask *nodes = np_placer_advise(m, cpus, bytes, NULL, &e);
+        NpMask *nodes = np_decide_advise(m, cpus, bytes, NULL, &e);
         if (!nodes)
                 fprintf(stderr, "numaplaced: no advice: %s\n", e->message);
         return nodes;

@@ -14,8 +14,8 @@
 #include "np-log.h"
 #include "np-manager-actions.h"
 #include "np-migrate-plan.h"
-#include "np-place.h"
-#include "np-placer.h"
+#include "np-placement.h"
+#include "np-decide.h"
 #include "np-thread.h"
 
 struct NpBus {
@@ -302,7 +302,7 @@ static int method_place(sd_bus_message *msg, void *userdata, sd_bus_error *ret) 
                 return sd_bus_error_setf(ret, SD_BUS_ERROR_INVALID_ARGS, "Invalid PID %u", pid);
         g_autoptr(GError) e = NULL;
         sd_bus_message_ref(msg);
-        if (np_place_submit(m, (int) pid, nodes, NP_PLACE_MANUAL, place_done, msg, &e) < 0) {
+        if (np_placement_submit(m, (int) pid, nodes, NP_PLACE_MANUAL, place_done, msg, &e) < 0) {
                 sd_bus_message_unref(msg);
                 return np_bus_error_from_gerror(ret, e);
         }

@@ -28,7 +28,7 @@ bool np_classify_foreign(NpManager *m, const NpProcess *p);
 
 /* The unit whose values placing p changes for all its processes (the
  * mechanism in force confines them together: np_backend_unit_role()), or
- * NULL. Its processes are decided as one (np-placer.c). */
+ * NULL. Its processes are decided as one (np-decide.c). */
 const char *np_classify_unit_of(NpManager *m, const NpProcess *p);
 
 /* State "excluded" when p is excluded and not held; "observed" again when

@@ -15,8 +15,8 @@
 #include "np-hotplug.h"
 #include "np-log.h"
 #include "np-metrics.h"
-#include "np-place.h"
-#include "np-placer.h"
+#include "np-placement.h"
+#include "np-decide.h"
 #include "np-scan.h"
 
 typedef struct {
@@ -116,7 +116,7 @@ static int on_scan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 log_warning("Scan %" G_GUINT64_FORMAT " could not sample the nodes: %s", d->m->scans, g_strerror(-r));
         else {
                 np_advice_settle(d->m);
-                np_placer_run(d->m);
+                np_decide_run(d->m);
         }
         metrics_update(d);
         notify_status(d);
@@ -199,7 +199,7 @@ static void stop(NpDaemon *d) {
         /* Cancel every move: the running one ends between two
          * migrate_pages() calls and its process is put back; Place()
          * callers get a Cancelled error. */
-        np_place_shutdown(m);
+        np_placement_shutdown(m);
         if (m->backend) {
                 if (m->config->release_on_stop) {
                         np_backend_release_all(m->backend);
@@ -230,7 +230,7 @@ int np_daemon_run(NpManager *m) {
         if (r < 0)
                 return r;
         m->event = e;
-        r = np_place_setup(m, &err);
+        r = np_placement_setup(m, &err);
         if (r < 0) {
                 log_error("Cannot set up the migration worker: %s", err->message);
                 goto out;

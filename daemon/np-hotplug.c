@@ -6,7 +6,7 @@
 
 #include "np-classify.h"
 #include "np-log.h"
-#include "np-place.h"
+#include "np-placement.h"
 #include "np-reason.h"
 
 static bool moving(NpManager *m, const NpProcess *p) {
@@ -122,7 +122,7 @@ unsigned np_hotplug_recheck(NpManager *m) {
                         acted++;
                         continue;
                 }
-                g_autoptr(NpMask) cpus = np_place_cpus_for(m, p->target);
+                g_autoptr(NpMask) cpus = np_placement_cpus_for(m, p->target);
                 if (!affected && np_mask_equal(held_copy, cpus))
                         continue;
                 confine_again(m, p, held_copy, cpus);

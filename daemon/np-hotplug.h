@@ -11,7 +11,7 @@
  *     policy placed on nodes without CPUs is not released for that);
  *   - otherwise, when its nodes' CPUs changed (m->cpus_changed) or differ
  *     from the CPUs it is held on: confined again to its nodes' CPUs as
- *     they are now (np_place_cpus_for(); a pinned process on nodes without
+ *     they are now (np_placement_cpus_for(); a pinned process on nodes without
  *     CPUs runs on every online CPU, its memory stays pinned). No page
  *     moves. A failure releases it (the backend's rule).
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Actions on one process: Forget, Include, Exclude. None runs a scan: only
- * the process concerned is read. (Place is np-place.c.) */
+ * the process concerned is read. (Place is np-placement.c.) */
 #include "np-manager-actions.h"
 
 #include <errno.h>
@@ -18,7 +18,7 @@ int np_manager_forget(NpManager *m, int pid, GError **error) {
         if (m->mover && np_mover_find(m->mover, pid)) {
                 /* A queued move ends now, a running one between two
                  * migrate_pages() calls; either way the process is put back
-                 * when it ends (np-place.c). */
+                 * when it ends (np-placement.c). */
                 log_info("Forget(%d): cancelling its move", pid);
                 np_mover_cancel(m->mover, pid);
                 known = true;

@@ -5,7 +5,7 @@
  * node and process samples, counters, the backend and the mover, and its
  * lifetime, reload and pause. The scan (np-scan.h) refreshes the samples,
  * classification (np-classify.h) says what each process is, the placement
- * path (np-place.h) and the actions (Forget, Include, Exclude) change
+ * path (np-placement.h) and the actions (Forget, Include, Exclude) change
  * processes. The manager knows nothing of D-Bus: everything that changes a
  * published value is recorded in m->changes (and in each NpProcess's
  * `changed` mask), and the bus layer (np-bus.c) publishes it once per event
@@ -56,7 +56,7 @@ typedef enum {
         NP_NODE_DISTANCES = 1u << 5,
 } NpNodeProp;
 
-/* Why a placement is made (np-place.h). */
+/* Why a placement is made (np-placement.h). */
 typedef enum {
         NP_PLACE_MANUAL, /* Place(): the process is pinned there until Forget() */
         NP_PLACE_POLICY, /* the daemon's policy: State "placed" */
@@ -112,7 +112,7 @@ typedef struct NpManager {
 
         NpBackend *backend; /* NULL when none could be set up */
         char *backend_name;
-        NpMover *mover; /* NULL until np_place_setup() */
+        NpMover *mover; /* NULL until np_placement_setup() */
         NpReservations *reservations; /* the room answers of Advise() hold (np-advice.h) */
         sd_event_source *reservation_timer; /* fires at the next reservation's expiry, or NULL */
         uint64_t advice_notice_usec; /* CLOCK_MONOTONIC of the last notice about an unprivileged Advise() */
@@ -152,7 +152,7 @@ typedef struct NpManager {
  * ownership passes). Topology is loaded here. Returns NULL with *error set. */
 NpManager *np_manager_new(const char *config_file, NpConfig *config, GError **error);
 /* Frees memory only (the backend's placements stay, see np_backend_free()).
- * Stop the mover first (np_place_shutdown()). */
+ * Stop the mover first (np_placement_shutdown()). */
 void np_manager_free(NpManager *m);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpManager, np_manager_free)
 

@@ -19,7 +19,7 @@
  *    accesses; mbind and the daemon's moves are covered above), and what
  *    another process may do to them meanwhile (a migratepages(8) by hand,
  *    demotion to a slower tier) matters to no one until it runs, when it is
- *    read; every move is planned from a fresh read (np-place.c), and reclaim
+ *    read; every move is planned from a fresh read (np-placement.c), and reclaim
  *    shows in the resident memory.
  *    The age rule is skipped for a process whose memory is settled: its
  *    cpuset allows one memory node and every page of the last read was on
@@ -31,7 +31,7 @@
  *    mover's own "after" read is taken as the fresh value
  *    (np_maps_age_read() with no read of the manager's own), or the read
  *    that counted what the kernel moved when the memory nodes narrowed
- *    (np-place.c); a process of a unit whose memory nodes were set after
+ *    (np-placement.c); a process of a unit whose memory nodes were set after
  *    its own move is read again at the next scan (np_maps_age_invalidate()).
  */
 #include <stdbool.h>
@@ -89,7 +89,7 @@ const char *np_maps_due_to_string(NpMapsDue d);
  *  - otherwise every max_scans scans (LocalityRefreshScans=): what another
  *    process does to it while it sleeps (taskset -p, a cgroup move by a
  *    container runtime) is seen within that bound;
- *  - and before every move (np-place.c reads them then, whatever this says).
+ *  - and before every move (np-placement.c reads them then, whatever this says).
  */
 typedef struct {
         bool valid;

@@ -3,7 +3,7 @@
 /*
  * The placement policy: a pure function, a snapshot of the machine and its
  * candidate processes in, one decision per process out. No I/O, no clock,
- * no daemon state: np-placer.c builds the snapshot and carries out the
+ * no daemon state: np-decide.c builds the snapshot and carries out the
  * decisions; the unit tests call it with struct literals.
  *
  * The ledger. Every node has a CPU and a memory capacity at

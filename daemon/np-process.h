@@ -115,7 +115,7 @@ typedef struct {
         bool failed_full; /* ... because its target was full (ENOMEM), not busy pages */
         unsigned failed_moves; /* its last moves in a row that failed on pages (the policy's back-off) */
         NpMask *moving_to; /* a move of it is queued or running to these nodes */
-        bool finish_deferred; /* placed, but its unit's memory nodes wait for a sibling's move (np-place.c) */
+        bool finish_deferred; /* placed, but its unit's memory nodes wait for a sibling's move (np-placement.c) */
         char *decision; /* the policy's last word on it ("" = none yet) */
         char *note; /* what the daemon did to it outside the policy (its CPUs went offline),
                      * leading the Decision until its next placement; "" = none */

@@ -78,7 +78,7 @@ static void process_gone(NpManager *m, NpProcess *p) {
                         NP_MASK_FOREACH (n, p->target)
                                 np_manager_node_changed(m, (unsigned) n, NP_NODE_MANAGED);
         }
-        /* A move in flight is settled by its own completion (np-place.c). */
+        /* A move in flight is settled by its own completion (np-placement.c). */
         if (m->mover && np_mover_find(m->mover, p->pid))
                 return;
         if (m->backend && np_backend_holds(m->backend, p->pid)) {

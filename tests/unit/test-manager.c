@@ -17,7 +17,7 @@
 #include "np-classify.h"
 #include "np-manager-actions.h"
 #include "np-manager.h"
-#include "np-placer.h"
+#include "np-decide.h"
 #include "np-scan.h"
 #include "np-sysroot.h"
 #include "np-test-api.h"
@@ -247,7 +247,7 @@ static void scan_and_decide(Fixture *f) {
         g_usleep(100 * 1000);
         last_scan = g_get_monotonic_time();
         g_assert_cmpint(np_scan_run(f->m), ==, 0);
-        np_placer_run(f->m);
+        np_decide_run(f->m);
 }
 
 /* The ticks of one CPU since the last scan began, plus the 100 ms before

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 /*
- * The placer: after each scan, builds the policy's snapshot from the
+ * Deciding: after each scan, builds the policy's snapshot from the
  * manager (np-policy.h), runs the pure policy, and carries out its
  * decisions: in Mode=enforce every move goes through the placement path
- * (np-place.h), all of a scan's moves queued at once; in Mode=advise the
+ * (np-placement.h), all of a scan's moves queued at once; in Mode=advise the
  * decision is published (State "advised", TargetNodes) and logged, nothing
  * moves. Nothing is decided while paused, nor on a machine with one node of
  * memory, where only foreign processes are marked (State and Decision).
@@ -23,7 +23,7 @@
 #include "np-policy.h"
 
 /* Run the policy over the manager's last scan and carry out its decisions. */
-void np_placer_run(NpManager *m);
+void np_decide_run(NpManager *m);
 
 /*
  * Advise(): the nodes for a job that needs `cpus` CPUs and `bytes` of
@@ -32,4 +32,4 @@ void np_placer_run(NpManager *m);
  * they have the room at TargetUtilization, and what they lack. NULL with
  * *error set when the arguments are invalid or no node has memory.
  */
-NpMask *np_placer_advise(NpManager *m, double cpus, uint64_t bytes, NpAdviceFit *fit, GError **error);
+NpMask *np_decide_advise(NpManager *m, double cpus, uint64_t bytes, NpAdviceFit *fit, GError **error);

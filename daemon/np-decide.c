@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The placer: the policy's snapshot in, its decisions carried out. See np-placer.h. */
-#include "np-placer.h"
+/* Deciding: the policy's snapshot in, its decisions carried out. See np-decide.h. */
+#include "np-decide.h"
 
 #include <errno.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 
 #include "np-classify.h"
 #include "np-log.h"
-#include "np-place.h"
+#include "np-placement.h"
 #include "np-policy.h"
 #include "np-reserve.h"
 
@@ -178,7 +178,7 @@ static void carry_out(NpManager *m, NpProcess *p, const NpDecision *d, const cha
                         g_autoptr(GError) e = NULL;
                         NpPlaceReason reason = p->state == NP_PROC_PLACED ? NP_PLACE_REBALANCE : NP_PLACE_POLICY;
                         log_decision(p, LOG_INFO, "Placing", why);
-                        if (np_place_submit(m, p->pid, d->nodes, reason, placed_done, NULL, &e) < 0)
+                        if (np_placement_submit(m, p->pid, d->nodes, reason, placed_done, NULL, &e) < 0)
                                 log_warning("Cannot place %d (%s): %s", p->pid, p->comm, e->message);
                 }
                 break;
@@ -267,7 +267,7 @@ static void settle_foreign(NpManager *m) {
         }
 }
 
-void np_placer_run(NpManager *m) {
+void np_decide_run(NpManager *m) {
         /* Nothing to decide while paused, or on a machine with one node of
          * memory (every process is local there). */
         if (m->paused)
@@ -289,7 +289,7 @@ void np_placer_run(NpManager *m) {
         }
 }
 
-NpMask *np_placer_advise(NpManager *m, double cpus, uint64_t bytes, NpAdviceFit *fit, GError **error) {
+NpMask *np_decide_advise(NpManager *m, double cpus, uint64_t bytes, NpAdviceFit *fit, GError **error) {
         if (!isfinite(cpus) || cpus < 0 || cpus > 1e6) {
                 g_set_error(error, NP_ERROR, NP_ERROR_INVALID_ARGS, "Invalid CPU count %g (expected 0 to 1000000)",
                             cpus);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The one placement path: see np-place.h. */
-#include "np-place.h"
+/* The one placement path: see np-placement.h. */
+#include "np-placement.h"
 
 #include <errno.h>
 #include <string.h>
@@ -23,7 +23,7 @@ typedef struct {
         uint64_t t0; /* CLOCK_MONOTONIC at prepare */
         NpPlaceDoneFn done;
         void *userdata;
-        bool early; /* confined when queued (np_place_submit()); prepare confines again */
+        bool early; /* confined when queued (np_placement_submit()); prepare confines again */
 } PlaceReq;
 
 static void req_free(PlaceReq *q) {
@@ -54,7 +54,7 @@ static int check_nodes(NpManager *m, const NpMask *nodes, GError **error) {
         return 0;
 }
 
-NpMask *np_place_cpus_for(NpManager *m, const NpMask *nodes) {
+NpMask *np_placement_cpus_for(NpManager *m, const NpMask *nodes) {
         NpMask *cpus = np_topology_cpus_of(m->topology, nodes);
         if (m->config->reserved_cpus && !np_mask_empty(cpus)) {
                 g_autoptr(NpMask) c2 = np_mask_copy(cpus);
@@ -111,7 +111,7 @@ static int prepare(NpMove *mv, void *userdata) {
         mv->max_rate = m->config->max_rate;
         mv->move_shared = m->config->move_shared_pages;
 
-        g_autoptr(NpMask) cpus = np_place_cpus_for(m, q->nodes);
+        g_autoptr(NpMask) cpus = np_placement_cpus_for(m, q->nodes);
         int r = np_backend_confine(m->backend, q->pid, q->starttime, q->nodes, cpus, &e);
         if (r < 0) {
                 g_autofree char *to_s = np_mask_format(q->nodes);
@@ -450,7 +450,7 @@ out:
 
 /* ---- the API ------------------------------------------------------------ */
 
-int np_place_setup(NpManager *m, GError **error) {
+int np_placement_setup(NpManager *m, GError **error) {
         g_return_val_if_fail(m->event, -EINVAL);
         if (m->mover)
                 return 0;
@@ -458,13 +458,13 @@ int np_place_setup(NpManager *m, GError **error) {
         return m->mover ? 0 : -EIO;
 }
 
-void np_place_shutdown(NpManager *m) {
+void np_placement_shutdown(NpManager *m) {
         if (m->mover)
                 np_mover_stop(m->mover);
 }
 
-int np_place_submit(NpManager *m, int pid, const NpMask *nodes, NpPlaceReason reason, NpPlaceDoneFn done_fn,
-                    void *userdata, GError **error) {
+int np_placement_submit(NpManager *m, int pid, const NpMask *nodes, NpPlaceReason reason, NpPlaceDoneFn done_fn,
+                        void *userdata, GError **error) {
         int r = check_nodes(m, nodes, error);
         if (r < 0)
                 return r;
@@ -500,7 +500,7 @@ int np_place_submit(NpManager *m, int pid, const NpMask *nodes, NpPlaceReason re
                  * balancing moves its pages there, not after threads the
                  * scheduler takes elsewhere; its pages move when its turn
                  * comes */
-                g_autoptr(NpMask) cpus = np_place_cpus_for(m, nodes);
+                g_autoptr(NpMask) cpus = np_placement_cpus_for(m, nodes);
                 g_autoptr(GError) ce = NULL;
                 if (np_backend_confine(m->backend, pid, p->starttime, nodes, cpus, &ce) == 0) {
                         q->early = true;

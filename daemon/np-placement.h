@@ -4,7 +4,7 @@
  * The one placement path: every placement (Place() on the bus, and the
  * daemon's own policy) goes through here.
  *
- *   np_place_submit()   validates the request (nodes, process, backend, no
+ *   np_placement_submit()   validates the request (nodes, process, backend, no
  *                       move of that pid in flight) and queues it on the
  *                       mover; a validation error is returned at once;
  *   prepare (main loop) when its turn comes: refreshes only that process
@@ -37,12 +37,12 @@ typedef void (*NpPlaceDoneFn)(NpManager *m, int pid, uint64_t moved_bytes, const
 
 /* Create the mover on m->event (m->mover). 0, or a negative errno with
  * *error set. */
-int np_place_setup(NpManager *m, GError **error);
+int np_placement_setup(NpManager *m, GError **error);
 
 /* Cancel every move (queued ones and the running one, which stops between
  * two migrate_pages() calls), settle each (the process is put back; the
  * requester's callback gets CANCELLED) and return. For the daemon's stop. */
-void np_place_shutdown(NpManager *m);
+void np_placement_shutdown(NpManager *m);
 
 /*
  * Queue the placement of pid on `nodes`. Returns 0 when queued (done is
@@ -53,10 +53,10 @@ void np_place_shutdown(NpManager *m);
  * backend), NP_ERROR_MOVE_IN_PROGRESS (a move of this pid is queued or
  * running).
  */
-int np_place_submit(NpManager *m, int pid, const NpMask *nodes, NpPlaceReason reason, NpPlaceDoneFn done,
-                    void *userdata, GError **error);
+int np_placement_submit(NpManager *m, int pid, const NpMask *nodes, NpPlaceReason reason, NpPlaceDoneFn done,
+                        void *userdata, GError **error);
 
 /* The CPUs a process placed on `nodes` runs on: the nodes' online CPUs minus
  * ReservedCPUs (unless that leaves none, which is logged); every online CPU
  * when the nodes have none (memory-only nodes). Caller frees. */
-NpMask *np_place_cpus_for(NpManager *m, const NpMask *nodes);
+NpMask *np_placement_cpus_for(NpManager *m, const NpMask *nodes);
