@@ -294,8 +294,14 @@ done
 PO="org.numaplaced1 /org/numaplaced1/process/${PC:-0} org.numaplaced1.Process"
 R pair-c-target $(busctl get-property $PO TargetNodes)
 R pair-c-decision "$(busctl get-property $PO State) $(busctl get-property $PO Decision)"
+# (the unit's demand grew by the third: the policy may have grown it onto
+# a neighbour meanwhile, so the pair's target is read again)
+R pair-c-unit-target $(busctl get-property org.numaplaced1 /org/numaplaced1/process/$PA org.numaplaced1.Process \
+    TargetNodes)
 R pair-c-state-units $(grep -c '^Unit=pair.service' /run/numaplaced/state)
 [ -n "$PC" ] && kill $PC; gone_from_managed ${PC:-x}; R pair-c-gone $?
+R pair-target-now $(busctl get-property org.numaplaced1 /org/numaplaced1/process/$PB org.numaplaced1.Process \
+    TargetNodes)
 # the placed processes die while their unit lives on: the unit keeps the
 # daemon's values while one of them is placed, and is put back with the last
 kill $PA; gone_from_managed $PA; R pair-one-gone $?
@@ -476,16 +482,18 @@ def body():
     pc = res.get("pair-c-pid") or "0"
     t.check(pc != "0", f"a third workload started in the placed unit ({pc})")
     tc = (res.get("pair-c-target") or "").split()
+    tu = (res.get("pair-c-unit-target") or "").split()
     dc = res.get("pair-c-decision") or ""
-    t.check(len(ta) >= 3 and tc == ta and dc.startswith('s "placed"') and "it joins them there" in dc,
-            f"the third joins the unit's nodes and is placed ({tc}, unit {ta}; {dc})")
+    t.check(len(tu) >= 3 and tc == tu and dc.startswith('s "placed"') and "it joins them there" in dc,
+            f"the third joins the unit's nodes and is placed ({tc}, unit {tu}; {dc})")
     t.eq(res.get("pair-c-state-units"), "3", "the state file records the third under Unit=pair.service too")
     t.eq(res.get("pair-c-gone"), "0", "the third killed: the daemon lets go of it")
     t.eq(res.get("pair-one-gone"), "0", "one of the pair killed: the daemon lets go of it")
-    if nodes:
-        got = (res.get("pair-one-gone-allowed") or "").split()
-        t.check(len(got) == 2 and all(expand(g) == nodes for g in got),
-                f"the unit keeps the daemon's values while its other process is placed ({got})")
+    now = (res.get("pair-target-now") or "").split()
+    now_nodes = [int(x) for x in now[2:]] if len(now) >= 3 else []
+    got = (res.get("pair-one-gone-allowed") or "").split()
+    t.check(now_nodes and len(got) == 2 and all(expand(g) == now_nodes for g in got),
+            f"the unit keeps the daemon's values while its other process is placed ({got}, target {now_nodes})")
     t.eq(res.get("pair-both-gone"), "0", "the other killed: the daemon lets go of it too")
     t.eq(res.get("pair-both-gone-allowed"), "  ",
          "the unit, still running, is put back when its last placed process is gone")
