@@ -101,7 +101,7 @@ uint64_t np_migrate_moved_bytes(const GArray *plan, guint n_done, const NpNumaMa
         return moved;
 }
 
-uint64_t np_migrate_full_pages(const GArray *plan, const bool *full, const NpNumaMaps *after) {
+uint64_t np_migrate_full_bytes(const GArray *plan, const bool *full, const NpNumaMaps *after) {
         g_return_val_if_fail(plan && full && after, 0);
         g_autoptr(NpMask) dsts = np_mask_new();
         g_autoptr(NpMask) counted = np_mask_new();
@@ -115,7 +115,24 @@ uint64_t np_migrate_full_pages(const GArray *plan, const bool *full, const NpNum
                 np_mask_set(counted, src);
                 bytes += np_numa_maps_node_bytes(after, src);
         }
-        return bytes / (uint64_t) sysconf(_SC_PAGESIZE);
+        return bytes;
+}
+
+uint64_t np_migrate_failed_bytes(uint64_t pages, unsigned src, const NpNumaMaps *after, uint64_t base_page) {
+        if (!after || !after->per_node)
+                return pages * base_page;
+        uint64_t on_src = np_numa_maps_node_bytes(after, src), bytes = 0;
+        /* huge_per_node is sorted by page size: the largest last */
+        for (guint i = after->huge_per_node ? after->huge_per_node->len : 0; i > 0 && pages; i--) {
+                const NpHugeBytes *h = &g_array_index(after->huge_per_node, NpHugeBytes, i - 1);
+                if (h->node != src || !h->page_bytes)
+                        continue;
+                uint64_t n = MIN(pages, h->bytes / h->page_bytes);
+                bytes += n * h->page_bytes;
+                pages -= n;
+        }
+        bytes += pages * base_page;
+        return MIN(bytes, on_src);
 }
 
 /* ---- pacing ------------------------------------------------------------- */
@@ -269,6 +286,7 @@ int np_migrate_execute_from(pid_t pid, const GArray *plan, const NpNumaMaps *bef
         uint64_t paced_bytes = 0;
         guint n_done = 0;
         g_autofree bool *full = g_new0(bool, plan->len);
+        g_autofree uint64_t *failed = g_new0(uint64_t, plan->len); /* positive returns, per pair */
 
         for (guint i = 0; i < plan->len; i++) {
                 const NpMovePair *p = &g_array_index(plan, NpMovePair, i);
@@ -306,7 +324,7 @@ int np_migrate_execute_from(pid_t pid, const GArray *plan, const NpNumaMaps *bef
                         break;
                 }
 
-                r->failed_pages += (uint64_t) ret;
+                failed[i] = (uint64_t) ret;
                 n_done++;
 
                 NpNodeBytes *s = state_slot(&st, p->src);
@@ -340,13 +358,18 @@ int np_migrate_execute_from(pid_t pid, const GArray *plan, const NpNumaMaps *bef
         }
 
         r->moved_bytes = np_migrate_moved_bytes(plan, n_done, &r->before, gone ? NULL : &r->after);
+        for (guint i = 0; i < plan->len; i++)
+                if (failed[i])
+                        r->failed_bytes +=
+                                np_migrate_failed_bytes(failed[i], g_array_index(plan, NpMovePair, i).src,
+                                                        gone ? NULL : &r->after, (uint64_t) sysconf(_SC_PAGESIZE));
         if (r->full && !gone) {
-                uint64_t left = np_migrate_full_pages(plan, full, &r->after);
+                uint64_t left = np_migrate_full_bytes(plan, full, &r->after);
                 g_autofree char *to = np_mask_format(r->full);
-                r->failed_pages += left;
-                log_notice("Migration of pid %d: %s %s had no free memory for it; %" G_GUINT64_FORMAT
-                           " pages stayed where they were",
-                           (int) pid, np_mask_weight(r->full) > 1 ? "nodes" : "node", to, left);
+                r->failed_bytes += left;
+                log_notice("Migration of pid %d: %s %s had no free memory for it; %.1f MiB stayed where they were",
+                           (int) pid, np_mask_weight(r->full) > 1 ? "nodes" : "node", to,
+                           (double) left / (1024.0 * 1024.0));
         }
         r->usec = (uint64_t) (g_get_monotonic_time() - t0);
         return r->error;

@@ -15,8 +15,9 @@
 typedef struct {
         uint64_t moved_bytes; /* bytes the calls moved, see np_migrate_moved_bytes() */
         uint64_t calls; /* migrate_pages() calls made */
-        uint64_t failed_pages; /* pages not moved: positive migrate_pages() returns, and what stayed on the
-                                * source of a pair whose destination was full (ENOMEM) */
+        uint64_t failed_bytes; /* not moved: the positive migrate_pages() returns
+                                * (np_migrate_failed_bytes()), and what stayed on the source
+                                * of a pair whose destination was full (ENOMEM) */
         NpMask *full; /* destinations that were full (a pair failed with ENOMEM); NULL when none */
         uint64_t usec; /* wall time of the whole execution, including pacing */
         uint64_t paced_usec; /* part of usec spent sleeping for MaxRate */
@@ -55,10 +56,10 @@ void np_migrate_result_clear(NpMigrateResult *r);
  * page it cannot allocate there, after moving what fitted) is no error: its
  * destination goes in r->full, the rest of the plan still runs (other
  * destinations may have room), and what stayed on its source is added to
- * failed_pages (np_migrate_full_pages()), logged once at notice level.
+ * failed_bytes (np_migrate_full_bytes()), logged once at notice level.
  *
  * Returns 0 when the plan ran to the end (pages that could not be moved are
- * counted in failed_pages, not an error); -ESRCH when the process exited
+ * counted in failed_bytes, not an error); -ESRCH when the process exited
  * before, during or right after the plan (quietly, logged at debug level
  * only; an EINVAL from a zombie or exiting process counts as exited; result
  * holds what was done, moved_bytes is then the estimate described at
@@ -99,18 +100,27 @@ int np_migrate_execute_from(pid_t pid, const GArray *plan, const NpNumaMaps *bef
  * are physically copied twice count twice, as in the kernel's
  * pgmigrate_success; net "before - after" would report 0 for 4->3 then 3->4
  * and hide the cost the rule exists to avoid. Pages that failed to move on a
- * refilled source are over-counted (they are in failed_pages). after == NULL
+ * refilled source are over-counted (they are in failed_bytes). after == NULL
  * (process gone) gives the estimate that every pair moved all its source held.
  */
 uint64_t np_migrate_moved_bytes(const GArray *plan, guint n_done, const NpNumaMaps *before, const NpNumaMaps *after);
 
 /*
- * Pages left by the pairs whose destination was full (pure): for each pair i
- * with full[i], what `after` shows on its source, in base pages, unless the
- * source is the destination of another pair of the plan (then it is a
- * target node and its pages are not left outside). A source counts once.
+ * Bytes left by the pairs whose destination was full (pure): for each pair i
+ * with full[i], what `after` shows on its source, unless the source is the
+ * destination of another pair of the plan (then it is a target node and its
+ * pages are not left outside). A source counts once.
  */
-uint64_t np_migrate_full_pages(const GArray *plan, const bool *full, const NpNumaMaps *after);
+uint64_t np_migrate_full_bytes(const GArray *plan, const bool *full, const NpNumaMaps *after);
+
+/*
+ * The bytes behind `pages`, a positive migrate_pages(2) return for a pair
+ * off node `src` (pure): the kernel counts a huge page it could not move as
+ * one page, so the hugetlb pages `after` still shows on src are taken first
+ * (largest size first), the rest as base pages of `base_page` bytes; never
+ * more than after shows on src (after == NULL: pages * base_page).
+ */
+uint64_t np_migrate_failed_bytes(uint64_t pages, unsigned src, const NpNumaMaps *after, uint64_t base_page);
 
 /*
  * The pacing computation (pure): microseconds to sleep so that done_bytes <=

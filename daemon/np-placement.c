@@ -183,7 +183,8 @@ static uint64_t kernel_moved_bytes(NpMove *mv, const NpMask *nodes) {
 }
 
 static void account(NpManager *m, const NpMove *mv, uint64_t moved) {
-        np_manager_add_migration(m, moved, mv->result.calls, mv->result.failed_pages);
+        np_manager_add_migration(m, moved, mv->result.calls,
+                                 mv->result.failed_bytes / (uint64_t) sysconf(_SC_PAGESIZE));
 }
 
 /* The process is put back (or gone): it is no longer held. */
@@ -208,7 +209,7 @@ static uint64_t stuck_bytes(const NpMove *mv, const NpMask *nodes) {
         NP_MASK_FOREACH (n, nodes)
                 on += np_numa_maps_node_bytes(after, (unsigned) n);
         uint64_t outside = after->total_bytes - MIN(on, after->total_bytes);
-        uint64_t failed = mv->result.failed_pages * (uint64_t) sysconf(_SC_PAGESIZE);
+        uint64_t failed = mv->result.failed_bytes;
         return outside - MIN(failed, outside);
 }
 
@@ -413,8 +414,7 @@ static void done(NpMove *mv, void *userdata) {
                 moved += k;
                 /* what the kernel moved then is not left behind: the pages
                  * a full node refused may be among them (cgroup v2) */
-                uint64_t kp = k / (uint64_t) sysconf(_SC_PAGESIZE);
-                mv->result.failed_pages -= MIN(kp, mv->result.failed_pages);
+                mv->result.failed_bytes -= MIN(k, mv->result.failed_bytes);
         }
         account(m, mv, moved);
         if (r < 0) {
@@ -430,8 +430,7 @@ static void done(NpMove *mv, void *userdata) {
         /* a migration that stopped early left the rest of its plan undone, not
          * passed over: nothing is stuck, the policy moves the rest */
         record_placed(m, q, moved, usec, mv->cpu_usec, mv->r < 0, mv->r < 0 ? 0 : stuck_bytes(mv, q->nodes),
-                      mv->result.failed_pages * (uint64_t) sysconf(_SC_PAGESIZE), mv->result.full != NULL,
-                      &mv->result.after);
+                      mv->result.failed_bytes, mv->result.full != NULL, &mv->result.after);
         if (defer && self)
                 self->finish_deferred = true;
         if (mv->r < 0) {

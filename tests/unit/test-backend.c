@@ -28,6 +28,7 @@
 #include "np-backend.h"
 #include "np-state.h"
 #include "np-test-api.h"
+#include "np-test-util.h"
 
 static char *cg_name;
 static char *cleanup_dir;
@@ -222,23 +223,10 @@ static void fixture_setup(Fixture *f, gconstpointer data) {
         f->state_file = g_build_filename(f->runtime_dir, "state", NULL);
 }
 
-static void rm_rf(const char *dir) {
-        g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-        const char *name;
-
-        if (!d)
-                return;
-        while ((name = g_dir_read_name(d))) {
-                g_autofree char *p = g_build_filename(dir, name, NULL);
-                (void) g_unlink(p);
-        }
-        (void) g_rmdir(dir);
-}
-
 static void fixture_teardown(Fixture *f, gconstpointer data) {
         while (helpers->len > 0)
                 kill_helper(g_array_index(helpers, pid_t, 0));
-        rm_rf(f->runtime_dir);
+        np_test_rm_rf(f->runtime_dir);
         g_free(f->runtime_dir);
         g_free(f->state_file);
         g_free(f->cpus_at_migrate);
@@ -738,7 +726,7 @@ static void test_auto(Fixture *f, gconstpointer data) {
                 g_autofree char *dir = g_build_filename(f->runtime_dir, "probe", NULL);
                 g_autoptr(NpBackend) c = np_backend_new_full(NP_BACKEND_CPUSET, dir, cg_name, NULL);
                 g_assert_cmpstr(np_backend_name(b), ==, c ? "cpuset" : "affinity");
-                rm_rf(dir);
+                np_test_rm_rf(dir);
         }
         g_assert_cmpint(np_backend_release_all(b), ==, 0);
 }
@@ -770,7 +758,7 @@ static void test_systemd_probe(Fixture *f, gconstpointer data) {
         if (b)
                 g_assert_cmpstr(np_backend_name(a), ==, "systemd");
         g_assert_cmpint(np_backend_release_all(a), ==, 0);
-        rm_rf(dir);
+        np_test_rm_rf(dir);
 }
 
 static void test_affinity(Fixture *f, gconstpointer data) {
@@ -971,7 +959,7 @@ static void cleanup_cgroups(void) {
                 (void) np_backend_release_all(b);
                 np_backend_free(b);
         }
-        rm_rf(cleanup_dir);
+        np_test_rm_rf(cleanup_dir);
 }
 
 static void on_abort(int sig) {

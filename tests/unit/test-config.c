@@ -9,6 +9,7 @@
 
 #include "np-config.h"
 #include "np-test-api.h"
+#include "np-test-util.h"
 
 #define SEC UINT64_C(1000000)
 
@@ -479,19 +480,6 @@ static void write_file(const char *dir, const char *name, const char *text) {
         g_assert_no_error(error);
 }
 
-static void rm_rf(const char *path) {
-        if (g_file_test(path, G_FILE_TEST_IS_DIR) && !g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
-                g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
-                const char *n;
-                while (d && (n = g_dir_read_name(d))) {
-                        g_autofree char *p = g_build_filename(path, n, NULL);
-                        rm_rf(p);
-                }
-                g_rmdir(path);
-        } else
-                g_unlink(path);
-}
-
 static void test_dropins(void) {
         g_autoptr(GError) error = NULL;
         g_autofree char *tmp = g_dir_make_tmp("np-config-XXXXXX", &error);
@@ -570,7 +558,7 @@ static void test_dropins(void) {
         g_assert_true(g_str_has_prefix(error->message, main_file));
         g_clear_error(&error);
 
-        rm_rf(tmp);
+        np_test_rm_rf(tmp);
 }
 
 static void test_missing_file(void) {

@@ -21,6 +21,7 @@
 #include "np-scan.h"
 #include "np-sysroot.h"
 #include "np-test-api.h"
+#include "np-test-util.h"
 
 typedef struct {
         char *root;
@@ -34,11 +35,6 @@ static void write_file(const char *root, const char *rel, const char *content) {
         g_autofree char *dir = g_path_get_dirname(p);
         g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
         g_assert_true(g_file_set_contents(p, content, -1, NULL));
-}
-
-static void rm_rf(const char *dir) {
-        g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", dir);
-        g_assert_cmpint(system(cmd), ==, 0);
 }
 
 static void set_cpu1(Fixture *f, bool online) {
@@ -98,7 +94,7 @@ static void teardown(Fixture *f, gconstpointer data) {
         waitpid(f->child, NULL, 0);
         np_manager_free(f->m);
         np_sysroot_set(NULL);
-        rm_rf(f->root);
+        np_test_rm_rf(f->root);
         g_free(f->root);
         g_free(f->runtime_dir);
 }

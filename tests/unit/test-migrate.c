@@ -171,7 +171,7 @@ static void test_execute_empty_plan(void) {
         g_assert_cmpint(r.error, ==, 0);
         g_assert_cmpuint(r.calls, ==, 0);
         g_assert_cmpuint(r.moved_bytes, ==, 0);
-        g_assert_cmpuint(r.failed_pages, ==, 0);
+        g_assert_cmpuint(r.failed_bytes, ==, 0);
         g_assert_cmpuint(r.paced_usec, ==, 0);
         g_assert_nonnull(r.before.per_node);
         g_assert_nonnull(r.after.per_node);
@@ -206,7 +206,7 @@ static void test_execute_same_node(void) {
         }
         g_assert_cmpint(k, ==, 0);
         g_assert_cmpuint(r.calls, ==, 1);
-        g_assert_cmpuint(r.failed_pages, ==, 0);
+        g_assert_cmpuint(r.failed_bytes, ==, 0);
         g_assert_cmpuint(r.moved_bytes, ==, 0); /* X -> X moves nothing */
         g_assert_cmpuint(r.paced_usec, <=, r.usec);
         g_assert_cmpuint(np_numa_maps_node_bytes(&r.before, node), >=, 8u << 20);
@@ -404,7 +404,7 @@ static void test_moved_bytes_chain(void) {
 
 /* Pairs whose destination was full (ENOMEM): what stayed on their sources
  * is counted as failed, once per source, and never a target node's pages. */
-static void test_full_pages(void) {
+static void test_full_bytes(void) {
         const uint64_t pg = (uint64_t) sysconf(_SC_PAGESIZE);
         /* {0,1,2} -> {3}: 0->3 moved all, 1->3 hit a full node 3 after part
          * of node 1, 2->3 too (nothing of node 2 fitted) */
@@ -414,9 +414,9 @@ static void test_full_pages(void) {
         NpNumaMaps after;
         maps_fill(&after, after_b, 4);
         bool none[3] = { false, false, false }, two[3] = { false, true, true }, last[3] = { false, false, true };
-        g_assert_cmpuint(np_migrate_full_pages(plan, none, &after), ==, 0);
-        g_assert_cmpuint(np_migrate_full_pages(plan, two, &after), ==, 130);
-        g_assert_cmpuint(np_migrate_full_pages(plan, last, &after), ==, 100);
+        g_assert_cmpuint(np_migrate_full_bytes(plan, none, &after), ==, 0);
+        g_assert_cmpuint(np_migrate_full_bytes(plan, two, &after), ==, 130 * pg);
+        g_assert_cmpuint(np_migrate_full_bytes(plan, last, &after), ==, 100 * pg);
         np_numa_maps_clear(&after);
 
         /* a chain {2,3,4} -> {3,4,5}: 4->5 full; 4 is a destination (of
@@ -426,7 +426,7 @@ static void test_full_pages(void) {
         g_autoptr(GArray) plan2 = plan_from(chain, G_N_ELEMENTS(chain));
         maps_fill(&after, after_c, 6);
         bool first[3] = { true, false, false };
-        g_assert_cmpuint(np_migrate_full_pages(plan2, first, &after), ==, 0);
+        g_assert_cmpuint(np_migrate_full_bytes(plan2, first, &after), ==, 0);
         np_numa_maps_clear(&after);
 
         /* without the rule, 0-7 -> {3,4}: sources repeat; 5 counts once */
@@ -435,7 +435,37 @@ static void test_full_pages(void) {
         g_autoptr(GArray) plan3 = plan_from(twice, G_N_ELEMENTS(twice));
         maps_fill(&after, after_t, 6);
         bool both[2] = { true, true };
-        g_assert_cmpuint(np_migrate_full_pages(plan3, both, &after), ==, 7);
+        g_assert_cmpuint(np_migrate_full_bytes(plan3, both, &after), ==, 7 * pg);
+        np_numa_maps_clear(&after);
+}
+
+/* A positive migrate_pages(2) return counts a huge page as one page: the
+ * hugetlb pages still on the source are taken first, largest first, then
+ * base pages; never more than the source holds after. */
+static void test_failed_bytes(void) {
+        const uint64_t pg = 4096, MiB = 1024 * 1024;
+        const uint64_t after_b[2] = { 80 * MiB + 10 * pg, 0 };
+        NpNumaMaps after;
+        maps_fill(&after, after_b, 2);
+        /* no huge pages: base pages */
+        g_assert_cmpuint(np_migrate_failed_bytes(5, 0, &after, pg), ==, 5 * pg);
+        /* 38 huge pages of 2 MiB stayed on node 0 (76 MiB) */
+        after.huge_per_node = g_array_new(FALSE, FALSE, sizeof(NpHugeBytes));
+        NpHugeBytes h2 = { .node = 0, .page_bytes = 2 * MiB, .bytes = 76 * MiB };
+        NpHugeBytes h2other = { .node = 1, .page_bytes = 2 * MiB, .bytes = 10 * MiB };
+        g_array_append_val(after.huge_per_node, h2);
+        g_array_append_val(after.huge_per_node, h2other);
+        after.huge_bytes = 86 * MiB;
+        /* 38 failed: the 38 huge pages on node 0 */
+        g_assert_cmpuint(np_migrate_failed_bytes(38, 0, &after, pg), ==, 76 * MiB);
+        /* 40 failed: 38 huge and 2 base pages */
+        g_assert_cmpuint(np_migrate_failed_bytes(40, 0, &after, pg), ==, 76 * MiB + 2 * pg);
+        /* capped at what node 0 holds */
+        g_assert_cmpuint(np_migrate_failed_bytes(100000, 0, &after, pg), ==, 80 * MiB + 10 * pg);
+        /* node 1's huge pages are not node 0's; nothing on node 2 */
+        g_assert_cmpuint(np_migrate_failed_bytes(3, 2, &after, pg), ==, 0);
+        /* the process gone: base pages */
+        g_assert_cmpuint(np_migrate_failed_bytes(3, 0, NULL, pg), ==, 3 * pg);
         np_numa_maps_clear(&after);
 }
 
@@ -541,7 +571,8 @@ int main(int argc, char **argv) {
         g_test_add_func("/migrate/moved-bytes/grown-source", test_moved_bytes_grown_source);
         g_test_add_func("/migrate/moved-bytes/chain", test_moved_bytes_chain);
         g_test_add_func("/migrate/moved-bytes/rule-off", test_moved_bytes_rule_off);
-        g_test_add_func("/migrate/full-pages", test_full_pages);
+        g_test_add_func("/migrate/full-bytes", test_full_bytes);
+        g_test_add_func("/migrate/failed-bytes", test_failed_bytes);
         g_test_add_func("/migrate/moved-bytes/sparse", test_moved_bytes_sparse);
         g_test_add_func("/migrate/pace/math", test_pace_math);
         g_test_add_func("/migrate/pace/replay", test_pace_replay);

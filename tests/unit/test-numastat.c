@@ -9,6 +9,7 @@
 
 #include "np-numastat.h"
 #include "np-sysroot.h"
+#include "np-test-util.h"
 
 /* Every item a 6.1 kernel prints, 4 nodes (bytes; workingset_* are counts). */
 static const char four_nodes[] = "anon N0=104857600 N1=4096 N2=0 N3=8192\n"
@@ -164,19 +165,6 @@ static void test_malformed(void) {
         }
 }
 
-static void rm_rf(const char *path) {
-        if (g_file_test(path, G_FILE_TEST_IS_DIR) && !g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
-                g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
-                const char *n;
-                while (d && (n = g_dir_read_name(d))) {
-                        g_autofree char *p = g_build_filename(path, n, NULL);
-                        rm_rf(p);
-                }
-                g_rmdir(path);
-        } else
-                g_unlink(path);
-}
-
 static void test_read_fixture(void) {
         g_autoptr(GError) error = NULL;
         g_autofree char *root = g_dir_make_tmp("np-numastat-XXXXXX", &error);
@@ -234,7 +222,7 @@ static void test_read_fixture(void) {
         g_clear_error(&error);
 
         np_sysroot_set(NULL);
-        rm_rf(root);
+        np_test_rm_rf(root);
 }
 
 int main(int argc, char **argv) {

@@ -10,6 +10,7 @@
 #include "np-sysroot.h"
 #include "np-test-api.h"
 #include "np-topology.h"
+#include "np-test-util.h"
 
 #define GIB (UINT64_C(1) << 30)
 #define KIB UINT64_C(1024)
@@ -292,19 +293,6 @@ static void write_file(const char *root, const char *rel, const char *content) {
         g_assert_true(g_file_set_contents(p, content, -1, NULL));
 }
 
-static void rm_rf(const char *path) {
-        if (g_file_test(path, G_FILE_TEST_IS_DIR) && !g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
-                g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
-                const char *name;
-                while (d && (name = g_dir_read_name(d))) {
-                        g_autofree char *c = g_build_filename(path, name, NULL);
-                        rm_rf(c);
-                }
-                g_rmdir(path);
-        } else
-                g_unlink(path);
-}
-
 static void make_two_nodes(const char *root) {
         write_file(root, "sys/devices/system/cpu/online", "0-3\n");
         write_file(root, "sys/devices/system/node/online", "0-1\n");
@@ -374,7 +362,7 @@ static void test_broken_trees(void) {
                 g_assert_null(t);
                 g_assert_nonnull(error);
         }
-        rm_rf(root);
+        np_test_rm_rf(root);
 }
 
 /* CPU and memory hotplug on a tree changed between two loads: the per-scan
@@ -475,7 +463,7 @@ static void test_hotplug_diff(void) {
         g_autofree char *online = g_build_filename(root, "sys/devices/system/cpu/online", NULL);
         g_assert_cmpint(g_unlink(online), ==, 0);
         g_assert_false(outdated_in(root, t4));
-        rm_rf(root);
+        np_test_rm_rf(root);
 }
 
 static void test_parse_meminfo(void) {
