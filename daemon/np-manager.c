@@ -212,17 +212,20 @@ NpProcess *np_manager_add_process(NpManager *m, int pid, uint64_t starttime) {
 
 void np_manager_set_state(NpManager *m, NpProcess *p, NpProcState state, const NpMask *target,
                           uint64_t last_placed_usec) {
-        g_autoptr(NpMask) old = p->target ? np_mask_copy(p->target) : NULL;
-        bool moved = p->state != state || (old && target ? !np_mask_equal(old, target) : old != target);
+        /* ManagedProcesses lists the held processes (placed, pinned), of
+         * the Manager and of each node of their targets */
+        bool was_held = np_process_held(p);
+        g_autoptr(NpMask) old = was_held && p->target ? np_mask_copy(p->target) : np_mask_new();
         np_process_set_state(p, state, target, last_placed_usec);
-        if (!moved)
-                return;
-        np_manager_changed(m, NP_MANAGER_MANAGED);
-        if (old)
-                NP_MASK_FOREACH (n, old)
+        bool held = np_process_held(p);
+        g_autoptr(NpMask) now = held && p->target ? np_mask_copy(p->target) : np_mask_new();
+        if (was_held != held)
+                np_manager_changed(m, NP_MANAGER_MANAGED);
+        NP_MASK_FOREACH (n, old)
+                if (!np_mask_test(now, (unsigned) n))
                         np_manager_node_changed(m, (unsigned) n, NP_NODE_MANAGED);
-        if (p->target)
-                NP_MASK_FOREACH (n, p->target)
+        NP_MASK_FOREACH (n, now)
+                if (!np_mask_test(old, (unsigned) n))
                         np_manager_node_changed(m, (unsigned) n, NP_NODE_MANAGED);
 }
 

@@ -750,8 +750,9 @@ static void clear_changes(NpManager *m) {
         m->changes.processes = false;
 }
 
-/* The setters record what changed, and only that: a state or target
- * change marks ManagedProcesses of the Manager and of the nodes concerned;
+/* The setters record what changed, and only that: a process becoming held
+ * or released marks ManagedProcesses of the Manager, a held one's nodes
+ * changing marks that of the nodes it joins or leaves;
  * setting the same again marks nothing; a change of significance or a
  * record that goes changes the set of published processes. */
 static void test_setters_record_changes(Fixture *f, gconstpointer data) {
@@ -780,10 +781,33 @@ static void test_setters_record_changes(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(p->changed, ==, 0);
         g_assert_false(f->m->changes.processes);
 
+        /* placed -> pinned on the same node: still managed there */
+        np_manager_set_state(f->m, p, NP_PROC_PINNED, n1, 7);
+        g_assert_cmpuint(f->m->changes.manager, ==, 0);
+        g_assert_cmpuint(g_hash_table_size(f->m->changes.nodes), ==, 0);
+        /* pinned on 1 -> 0-1: node 0 gains it */
+        g_autoptr(NpMask) n01 = np_mask_new();
+        np_mask_set(n01, 0);
+        np_mask_set(n01, 1);
+        np_manager_set_state(f->m, p, NP_PROC_PINNED, n01, 7);
+        g_assert_cmpuint(f->m->changes.manager, ==, 0);
+        g_assert_cmpuint(g_hash_table_size(f->m->changes.nodes), ==, 1);
+        g_assert_cmpuint(GPOINTER_TO_UINT(g_hash_table_lookup(f->m->changes.nodes, GUINT_TO_POINTER(0))), ==,
+                         NP_NODE_MANAGED);
+        clear_changes(f->m);
+
         np_manager_set_state(f->m, p, NP_PROC_OBSERVED, NULL, 7);
         g_assert_cmpuint(f->m->changes.manager, ==, NP_MANAGER_MANAGED);
         g_assert_cmpuint(GPOINTER_TO_UINT(g_hash_table_lookup(f->m->changes.nodes, GUINT_TO_POINTER(1))), ==,
                          NP_NODE_MANAGED);
+        g_assert_cmpuint(g_hash_table_size(f->m->changes.nodes), ==, 2);
+
+        /* observed -> foreign, advised: not held before or after, no list changes */
+        clear_changes(f->m);
+        np_manager_set_state(f->m, p, NP_PROC_FOREIGN, NULL, 7);
+        np_manager_set_state(f->m, p, NP_PROC_ADVISED, n1, 7);
+        g_assert_cmpuint(f->m->changes.manager, ==, 0);
+        g_assert_cmpuint(g_hash_table_size(f->m->changes.nodes), ==, 0);
 
         clear_changes(f->m);
         np_process_set_significant(p, !p->significant);
