@@ -15,11 +15,9 @@ static void arm_timer(NpManager *m);
 
 static void expire(NpManager *m) {
         guint n = np_reservations_expire(m->reservations, np_now_usec(CLOCK_MONOTONIC));
-        if (n) {
+        if (n)
                 log_debug("%u reservation%s of advice expired (AdviceHoldSec=%.0f)", n, n > 1 ? "s" : "",
                           (double) m->config->advice_hold_usec / 1e6);
-                np_manager_changed(m, NP_MANAGER_RESERVATIONS);
-        }
 }
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -142,7 +140,6 @@ NpMask *np_advice_give(NpManager *m, double cpus, uint64_t bytes, uint32_t uid, 
                 log_info("Advised %s for %.2f CPUs and %.0f MiB (uid %" PRIu32 "), held for %.0f s or until its "
                          "process shows up there (reservation %" PRIu64 ")",
                          s, cpus, (double) bytes / MIB, uid, (double) q.hold_usec / 1e6, id);
-                np_manager_changed(m, NP_MANAGER_RESERVATIONS);
                 arm_timer(m);
         } else if (o == NP_RESERVE_OFF || o == NP_RESERVE_EMPTY) {
                 log_debug("Advised %s for %.2f CPUs and %.0f MiB (uid %" PRIu32 "), not held: %s", s, cpus,
@@ -193,8 +190,6 @@ void np_advice_settle(NpManager *m) {
         if (dropped)
                 log_debug("%u reservation%s of advice ended: %s process showed up or exited", dropped,
                           dropped > 1 ? "s" : "", dropped > 1 ? "each one's" : "its");
-        if (changed) {
-                np_manager_changed(m, NP_MANAGER_RESERVATIONS);
+        if (changed)
                 arm_timer(m);
-        }
 }

@@ -5,7 +5,7 @@
  * policy (np_decide_advise()) and holds what it handed out (np-reserve.h)
  * for AdviceHoldSec=; after each scan the reservations whose process showed
  * up shrink or end; a timer on the manager's event loop drops each at its
- * expiry. Every change of the list raises NP_MANAGER_RESERVATIONS. An
+ * expiry. The list records its own changes (NP_MANAGER_RESERVATIONS). An
  * answer that cannot be given room is still given, and logged.
  */
 #include <stdint.h>

@@ -86,6 +86,7 @@ NpManager *np_manager_new(const char *config_file, NpConfig *config, GError **er
         g_queue_init(&m->changes.placed);
         m->cpus_changed = np_mask_new();
         m->reservations = np_reservations_new();
+        np_reservations_record_changes(m->reservations, &m->changes.manager, NP_MANAGER_RESERVATIONS);
 
         if (np_topology_load(&m->topology, error) < 0)
                 return NULL;

@@ -11,7 +11,19 @@ struct NpReservations {
         GHashTable *spent; /* pid -> start time of the processes whose reservation ended with their memory
                             * there: they take no other while they live */
         uint64_t next_id;
+        uint32_t *changes, change_bit; /* np_reservations_record_changes() */
 };
+
+/* The list changed: recorded where the owner asked. */
+static void mark_changed(NpReservations *r) {
+        if (r->changes)
+                *r->changes |= r->change_bit;
+}
+
+void np_reservations_record_changes(NpReservations *r, uint32_t *changes, uint32_t bit) {
+        r->changes = changes;
+        r->change_bit = bit;
+}
 
 static void reservation_free(NpReservation *res) {
         if (!res)
@@ -121,6 +133,7 @@ NpReserveOutcome np_reservations_add(NpReservations *r, const NpMask *nodes, dou
         res->uid = q->uid;
         res->privileged = q->privileged;
         g_ptr_array_add(r->items, res);
+        mark_changed(r);
         if (id)
                 *id = res->id;
         return NP_RESERVE_HELD;
@@ -133,6 +146,8 @@ guint np_reservations_expire(NpReservations *r, uint64_t now_usec) {
                         g_ptr_array_remove_index(r->items, i);
                         dropped++;
                 }
+        if (dropped)
+                mark_changed(r);
         return dropped;
 }
 
@@ -224,6 +239,8 @@ guint np_reservations_settle(NpReservations *r, const NpReserveUser *users, guin
                 res->bytes = bytes;
                 i++;
         }
+        if (any || dropped)
+                mark_changed(r);
         if (changed)
                 *changed = any || dropped;
         return dropped;

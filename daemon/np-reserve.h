@@ -57,6 +57,9 @@ typedef struct NpReservations NpReservations;
 NpReservations *np_reservations_new(void);
 void np_reservations_free(NpReservations *r);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpReservations, np_reservations_free)
+/* From now on every change of the list (one made, taken up, shrunk,
+ * dropped) ORs `bit` into *changes (NULL: recorded nowhere). */
+void np_reservations_record_changes(NpReservations *r, uint32_t *changes, uint32_t bit);
 
 /* How many; the i-th in the order made (i < count). */
 guint np_reservations_count(const NpReservations *r);

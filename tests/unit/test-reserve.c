@@ -51,6 +51,29 @@ static void test_add_and_expire(void) {
         g_assert_cmpuint(np_reservations_count(r), ==, 0);
 }
 
+/* The list records its own changes where its owner asks: an answer held,
+ * reservations expired; not an answer refused, nor an expiry that drops
+ * nothing. */
+static void test_records_changes(void) {
+        g_autoptr(NpReservations) r = np_reservations_new();
+        g_autoptr(NpMask) n1 = nodes("1");
+        uint32_t changes = 0;
+        np_reservations_record_changes(r, &changes, 1u << 4);
+        NpReserveRequest q = root_at(10 * SEC);
+        q.hold_usec = 0;
+        g_assert_cmpint(np_reservations_add(r, n1, 2.0, 300 * MiB, &q, NULL), ==, NP_RESERVE_OFF);
+        g_assert_cmpuint(changes, ==, 0);
+        q = root_at(10 * SEC);
+        g_assert_cmpint(np_reservations_add(r, n1, 2.0, 300 * MiB, &q, NULL), ==, NP_RESERVE_HELD);
+        g_assert_cmpuint(changes, ==, 1u << 4);
+        changes = 0;
+        g_assert_cmpuint(np_reservations_expire(r, 10 * SEC), ==, 0);
+        g_assert_cmpuint(np_reservations_settle(r, NULL, 0, NULL), ==, 0);
+        g_assert_cmpuint(changes, ==, 0);
+        g_assert_cmpuint(np_reservations_expire(r, 70 * SEC), ==, 1);
+        g_assert_cmpuint(changes, ==, 1u << 4);
+}
+
 static void test_not_held(void) {
         g_autoptr(NpReservations) r = np_reservations_new();
         g_autoptr(NpMask) n1 = nodes("1");
@@ -223,6 +246,7 @@ int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/reserve/add-and-expire", test_add_and_expire);
         g_test_add_func("/reserve/not-held", test_not_held);
+        g_test_add_func("/reserve/records-changes", test_records_changes);
         g_test_add_func("/reserve/unprivileged-bounds", test_unprivileged_bounds);
         g_test_add_func("/reserve/match-rule", test_match_rule);
         g_test_add_func("/reserve/settle", test_settle);
