@@ -27,7 +27,7 @@ node, cgroup v1), at default settings unless a scenario says otherwise.
               enable, as distributions ship it): both end local (>= 95% of
               their pages on the node their thread runs on), whoever makes
               them so; pages moved by the daemon and the kernel together at
-              most 1.15 times the minimum (no fight; what the kernel moved
+              most 1.25 times the minimum (no fight; what the kernel moved
               before the daemon first saw them varies); 90 s steady;
               each Decision or placement says what the kernel did
   interleave-nb  interleave with the balancing on: the daemon places both
@@ -438,9 +438,14 @@ def check_nb(t, res, tag, who):
     # the daemon's first sight, towards a node the process then does not
     # get (a node too full for it), stays: measured 0.995 to 1.020 in 7 of
     # 9 runs, 1.062 and 1.137 in the others (before these changes 1.21,
-    # 1.27 and 1.765; the kernel alone 1.050 and 1.191). A fight (pages
-    # moved back and forth) would be 1.5 times the minimum and more.
-    bound = 1.05 if who == "numaplaced" else 1.15
+    # 1.27 and 1.765; the kernel alone 1.050 and 1.191). Later runs, and
+    # two full CI runs, gave 1.128, 1.053, 0.995, 1.163 and 1.172: in the
+    # last two the daemon decided both at first sight, in the first scan
+    # after they started (5 s), when the kernel had already moved 131 and
+    # 194 MiB of one of them to two neighbouring nodes its thread had run
+    # on. 1.15 failed there; a fight (pages moved back and forth) would be
+    # 1.5 times the minimum and more.
+    bound = 1.05 if who == "numaplaced" else 1.25
     t.check(minimum > 0 and moved_kb <= minimum * bound,
             f"{tag}: pages moved by the daemon and the kernel {moved_kb} kB within {bound - 1:.0%} of the "
             f"minimum {minimum} kB (ratio {moved_kb / minimum if minimum else float('nan'):.3f})")
