@@ -246,37 +246,6 @@ static bool pace_sleep(uint64_t usec, const gint *cancel) {
         return !cancelled(cancel);
 }
 
-/* Pages a call could not move that its destination had room for were busy
- * (locked, or a hugetlb page whose mapping's lock another thread held): the
- * kernel tries each ten times in a row and gives up. Each such pair is tried
- * once more after NP_MIGRATE_RETRY_USEC, unless its source is the
- * destination of another pair (it was refilled: moving it again would undo
- * that pair). failed[i] becomes what is left. */
-static void retry_failed(pid_t pid, const GArray *plan, const bool *full, uint64_t *failed, const gint *cancel,
-                         NpMigrateResult *r) {
-        g_autoptr(NpMask) dsts = np_mask_new();
-        bool any = false;
-        for (guint i = 0; i < plan->len; i++) {
-                np_mask_set(dsts, g_array_index(plan, NpMovePair, i).dst);
-                any = any || (failed[i] && !full[i]);
-        }
-        if (!any || !pace_sleep(NP_MIGRATE_RETRY_USEC, cancel))
-                return;
-        for (guint i = 0; i < plan->len; i++) {
-                const NpMovePair *p = &g_array_index(plan, NpMovePair, i);
-                if (!failed[i] || full[i] || np_mask_test(dsts, p->src))
-                        continue;
-                long ret = np_migrate_pair(pid, p->src, p->dst);
-                r->calls++;
-                log_debug("pid %d: %" G_GUINT64_FORMAT " pages of node %u did not move to %u: tried again, %ld left",
-                          (int) pid, failed[i], p->src, p->dst, ret);
-                if (ret == -ESRCH)
-                        return;
-                if (ret >= 0)
-                        failed[i] = (uint64_t) ret;
-        }
-}
-
 int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, const gint *cancel, NpMigrateResult *r) {
         return np_migrate_execute_from(pid, plan, NULL, max_rate, cancel, r);
 }
@@ -380,8 +349,6 @@ int np_migrate_execute_from(pid_t pid, const GArray *plan, const NpNumaMaps *bef
                 }
         }
         state_clear(&st);
-        if (r->error == 0)
-                retry_failed(pid, plan, full, failed, cancel, r);
 
         k = read_maps(pid, &r->after);
         bool gone = k == -ESRCH || r->error == -ESRCH;

@@ -58,12 +58,6 @@ void np_migrate_result_clear(NpMigrateResult *r);
  * destinations may have room), and what stayed on its source is added to
  * failed_bytes (np_migrate_full_bytes()), logged once at notice level.
  *
- * Pages a call could not move (a positive return) although its destination
- * had room are tried once more, NP_MIGRATE_RETRY_USEC after the plan, for
- * each pair whose source no other pair refills: the kernel gives up on a
- * busy page after ten tries in a row, and a hugetlb page is busy while
- * another thread holds its mapping's lock.
- *
  * Returns 0 when the plan ran to the end (pages that could not be moved are
  * counted in failed_bytes, not an error); -ESRCH when the process exited
  * before, during or right after the plan (quietly, logged at debug level
@@ -80,7 +74,6 @@ void np_migrate_result_clear(NpMigrateResult *r);
  * (possibly empty) NpNumaMaps with a non-NULL per_node array.
  */
 int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, const gint *cancel, NpMigrateResult *r);
-#define NP_MIGRATE_RETRY_USEC (100 * 1000)
 /* The same, with the process's numa_maps as read just before by the caller
  * (copied into r->before) instead of reading it again; NULL reads it. A
  * process that is gone is then found by the first migrate_pages() call. */
