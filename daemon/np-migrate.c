@@ -246,6 +246,26 @@ static bool pace_sleep(uint64_t usec, const gint *cancel) {
         return !cancelled(cancel);
 }
 
+uint64_t np_migrate_retry_failed_bytes(uint64_t failed_bytes, unsigned src, const NpNumaMaps *mid,
+                                       const NpNumaMaps *after) {
+        uint64_t was = np_numa_maps_node_bytes(mid, src), is = np_numa_maps_node_bytes(after, src);
+        uint64_t left = was > is ? was - is : 0;
+        return failed_bytes > left ? failed_bytes - left : 0;
+}
+
+/* Should pair i be tried again: some of its pages did not move (failed[i]),
+ * its destination had room (not full[i]), and no pair of the plan refills
+ * its source (moving that again would undo the other pair). */
+static bool retry_wanted(const GArray *plan, guint i, const bool *full, const uint64_t *failed) {
+        if (!failed[i] || full[i])
+                return false;
+        unsigned src = g_array_index(plan, NpMovePair, i).src;
+        for (guint j = 0; j < plan->len; j++)
+                if (g_array_index(plan, NpMovePair, j).dst == src)
+                        return false;
+        return true;
+}
+
 int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, const gint *cancel, NpMigrateResult *r) {
         return np_migrate_execute_from(pid, plan, NULL, max_rate, cancel, r);
 }
@@ -357,12 +377,47 @@ int np_migrate_execute_from(pid_t pid, const GArray *plan, const NpNumaMaps *bef
                 r->error = -ESRCH;
         }
 
+        /* what each pair left behind, in bytes, from numa_maps after the pass */
+        g_autofree uint64_t *failed_bytes = g_new0(uint64_t, plan->len);
+        bool retry = false;
+        for (guint i = 0; i < plan->len; i++) {
+                if (!failed[i])
+                        continue;
+                failed_bytes[i] = np_migrate_failed_bytes(failed[i], g_array_index(plan, NpMovePair, i).src,
+                                                          gone ? NULL : &r->after, (uint64_t) sysconf(_SC_PAGESIZE));
+                retry = retry || (!gone && r->error == 0 && retry_wanted(plan, i, full, failed));
+        }
+        if (retry && pace_sleep(NP_MIGRATE_RETRY_USEC, cancel)) {
+                for (guint i = 0; i < plan->len && !gone; i++) {
+                        if (!retry_wanted(plan, i, full, failed))
+                                continue;
+                        const NpMovePair *p = &g_array_index(plan, NpMovePair, i);
+                        long ret = np_migrate_pair(pid, p->src, p->dst);
+                        r->calls++;
+                        log_debug("pid %d: %" G_GUINT64_FORMAT
+                                  " pages did not move from node %u to %u: tried again (%ld)",
+                                  (int) pid, failed[i], p->src, p->dst, ret);
+                        gone = ret == -ESRCH || (ret == -EINVAL && process_gone(pid));
+                }
+                NpNumaMaps mid = r->after;
+                memset(&r->after, 0, sizeof(r->after));
+                k = read_maps(pid, &r->after);
+                gone = gone || k == -ESRCH;
+                if (gone) {
+                        log_debug("pid %d exited while its migration was tried again", (int) pid);
+                        r->error = -ESRCH;
+                } else
+                        for (guint i = 0; i < plan->len; i++)
+                                if (retry_wanted(plan, i, full, failed))
+                                        failed_bytes[i] = np_migrate_retry_failed_bytes(
+                                                failed_bytes[i], g_array_index(plan, NpMovePair, i).src, &mid,
+                                                &r->after);
+                np_numa_maps_clear(&mid);
+        }
+
         r->moved_bytes = np_migrate_moved_bytes(plan, n_done, &r->before, gone ? NULL : &r->after);
         for (guint i = 0; i < plan->len; i++)
-                if (failed[i])
-                        r->failed_bytes +=
-                                np_migrate_failed_bytes(failed[i], g_array_index(plan, NpMovePair, i).src,
-                                                        gone ? NULL : &r->after, (uint64_t) sysconf(_SC_PAGESIZE));
+                r->failed_bytes += failed_bytes[i];
         if (r->full && !gone) {
                 uint64_t left = np_migrate_full_bytes(plan, full, &r->after);
                 g_autofree char *to = np_mask_format(r->full);

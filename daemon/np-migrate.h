@@ -58,6 +58,15 @@ void np_migrate_result_clear(NpMigrateResult *r);
  * destinations may have room), and what stayed on its source is added to
  * failed_bytes (np_migrate_full_bytes()), logged once at notice level.
  *
+ * Pages a call could not move (a positive return) although its destination
+ * had room were busy: the kernel tries a page ten times in a row and gives
+ * up, and a hugetlb page is busy while another thread holds its mapping's
+ * lock. Each such pair whose source no other pair refills is called once
+ * more NP_MIGRATE_RETRY_USEC after the plan (cancellable), and its failed
+ * bytes lose what left its source meanwhile (numa_maps before and after the
+ * retry, np_migrate_retry_failed_bytes()): a second call's return does not
+ * count the pages it could not isolate, so it is not used.
+ *
  * Returns 0 when the plan ran to the end (pages that could not be moved are
  * counted in failed_bytes, not an error); -ESRCH when the process exited
  * before, during or right after the plan (quietly, logged at debug level
@@ -74,6 +83,7 @@ void np_migrate_result_clear(NpMigrateResult *r);
  * (possibly empty) NpNumaMaps with a non-NULL per_node array.
  */
 int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, const gint *cancel, NpMigrateResult *r);
+#define NP_MIGRATE_RETRY_USEC (100 * 1000)
 /* The same, with the process's numa_maps as read just before by the caller
  * (copied into r->before) instead of reading it again; NULL reads it. A
  * process that is gone is then found by the first migrate_pages() call. */
@@ -121,6 +131,14 @@ uint64_t np_migrate_full_bytes(const GArray *plan, const bool *full, const NpNum
  * more than after shows on src (after == NULL: pages * base_page).
  */
 uint64_t np_migrate_failed_bytes(uint64_t pages, unsigned src, const NpNumaMaps *after, uint64_t base_page);
+
+/*
+ * What a retried pair still left behind (pure): failed_bytes, what it left
+ * after the first call, less what left its source `src` between `mid`
+ * (numa_maps before the retry) and `after`; never below 0.
+ */
+uint64_t np_migrate_retry_failed_bytes(uint64_t failed_bytes, unsigned src, const NpNumaMaps *mid,
+                                       const NpNumaMaps *after);
 
 /*
  * The pacing computation (pure): microseconds to sleep so that done_bytes <=

@@ -469,6 +469,24 @@ static void test_failed_bytes(void) {
         np_numa_maps_clear(&after);
 }
 
+static void test_retry_failed_bytes(void) {
+        const uint64_t MiB = 1024 * 1024;
+        /* 76 MiB of node 0 did not move; the retry took 60 MiB off it */
+        const uint64_t mid_b[2] = { 80 * MiB, 300 * MiB }, after_b[2] = { 20 * MiB, 360 * MiB };
+        NpNumaMaps mid, after;
+        maps_fill(&mid, mid_b, 2);
+        maps_fill(&after, after_b, 2);
+        g_assert_cmpuint(np_migrate_retry_failed_bytes(76 * MiB, 0, &mid, &after), ==, 16 * MiB);
+        /* all of it left (and more, freed by the process): 0, not below */
+        g_assert_cmpuint(np_migrate_retry_failed_bytes(50 * MiB, 0, &mid, &after), ==, 0);
+        /* the source grew meanwhile: nothing left it, the count stays */
+        g_assert_cmpuint(np_migrate_retry_failed_bytes(76 * MiB, 1, &mid, &after), ==, 76 * MiB);
+        /* a node neither names */
+        g_assert_cmpuint(np_migrate_retry_failed_bytes(5 * MiB, 3, &mid, &after), ==, 5 * MiB);
+        np_numa_maps_clear(&mid);
+        np_numa_maps_clear(&after);
+}
+
 static void test_moved_bytes_rule_off(void) {
         /* without the rule, 0-7 -> {3,4}: 4 -> 3 moves 4's own pages and
          * those of 7 and 5; 3 -> 4 moves 3's, 6's, and again 4's, 7's, 5's */
@@ -573,6 +591,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/migrate/moved-bytes/rule-off", test_moved_bytes_rule_off);
         g_test_add_func("/migrate/full-bytes", test_full_bytes);
         g_test_add_func("/migrate/failed-bytes", test_failed_bytes);
+        g_test_add_func("/migrate/retry-failed-bytes", test_retry_failed_bytes);
         g_test_add_func("/migrate/moved-bytes/sparse", test_moved_bytes_sparse);
         g_test_add_func("/migrate/pace/math", test_pace_math);
         g_test_add_func("/migrate/pace/replay", test_pace_replay);
