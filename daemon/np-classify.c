@@ -57,6 +57,20 @@ const char *np_classify_unit_of(NpManager *m, const NpProcess *p) {
         return np_backend_unit_role(m->backend, p->unit, NULL) == NP_UNIT_TOGETHER ? p->unit : NULL;
 }
 
+char *np_classify_group_of(NpManager *m, const NpProcess *p, NpGroupKind *kind) {
+        const char *const *globs = (const char *const *) m->config->groups;
+        char *g = globs && globs[0] ? np_group_cgroup_match(p->systemd_cgroup, globs) : NULL;
+        if (!g && globs && globs[0] && g_strcmp0(p->cgroup, p->systemd_cgroup) != 0)
+                g = np_group_cgroup_match(p->cgroup, globs);
+        if (g) {
+                *kind = NP_GROUP_CGROUP;
+                return g;
+        }
+        const char *unit = np_classify_unit_of(m, p);
+        *kind = NP_GROUP_UNIT;
+        return g_strdup(unit);
+}
+
 /* Another process of p's unit is placed or being placed by the systemd
  * mechanism: the unit carries the daemon's AllowedCPUs/AllowedMemoryNodes,
  * which narrow p too. */

@@ -2,7 +2,7 @@
 #pragma once
 /*
  * Classification: what a known process is to the daemon. Significant (a
- * candidate of the policy), included, excluded, foreign, the unit it is
+ * candidate of the policy), included, excluded, foreign, the group it is
  * placed with. Rules over the manager's state and configuration. It reads
  * the details of a process it finds significant (np_process_refresh()) but
  * never scans, places or publishes, and calls nothing of np-manager.c or
@@ -10,6 +10,7 @@
  */
 #include <stdbool.h>
 
+#include "np-group.h"
 #include "np-manager.h"
 #include "np-process.h"
 
@@ -30,6 +31,13 @@ bool np_classify_foreign(NpManager *m, const NpProcess *p);
  * mechanism in force confines them together: np_backend_unit_role()), or
  * NULL. Its processes are decided as one (np-decide.c). */
 const char *np_classify_unit_of(NpManager *m, const NpProcess *p);
+
+/* The placement group p is decided in with other processes (np-group.h's
+ * rules 1 and 2): the outermost cgroup of p's matching a Groups= glob
+ * (*kind NP_GROUP_CGROUP; its systemd/unified path tried first, then its
+ * cpuset one), else np_classify_unit_of() (NP_GROUP_UNIT); NULL when p is a
+ * group of its own. Caller frees. */
+char *np_classify_group_of(NpManager *m, const NpProcess *p, NpGroupKind *kind);
 
 /* State "excluded" when p is excluded and not held; "observed" again when
  * an excluded one no longer is. */

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "np-config-private.h"
+#include "np-group.h"
 #include "np-log.h"
 #include "np-test-api.h"
 
@@ -39,6 +40,7 @@ typedef enum {
         NP_KEY_CPU_LIST, /* NpMask * */
         NP_KEY_NAME_LIST, /* char ** of comm globs or PIDs */
         NP_KEY_PATH, /* char *, "" or an absolute file name */
+        NP_KEY_CGROUP_GLOBS, /* char ** of cgroup path globs; "" = NP_GROUP_DEFAULT_GLOBS, "none" = empty */
 } NpKeyType;
 
 typedef struct {
@@ -77,6 +79,7 @@ static const NpConfigKey config_keys[] = {
         { "Placement", "AdviceHoldSec", NP_KEY_SECONDS, OFF(advice_hold_usec), "60", 0, 3600, NULL },
         { "Placement", "Include", NP_KEY_NAME_LIST, OFF(include), "", 0, 0, NULL },
         { "Placement", "Exclude", NP_KEY_NAME_LIST, OFF(exclude), "", 0, 0, NULL },
+        { "Placement", "Groups", NP_KEY_CGROUP_GLOBS, OFF(groups), "", 0, 0, NULL },
 
         { "Migration", "SkipOverlappingNodes", NP_KEY_BOOL, OFF(skip_overlapping_nodes), "yes", 0, 0, NULL },
         { "Migration", "MaxRate", NP_KEY_SIZE, OFF(max_rate), "0", 0, 0, NULL },
@@ -188,6 +191,48 @@ static int parse_name_list(const char *value, char ***out, char **why) {
         }
         g_ptr_array_add(items, NULL);
         *out = (char **) g_ptr_array_free(g_steal_pointer(&items), false);
+        return 0;
+}
+
+/* Groups=: cgroup path globs separated by blanks or commas; "none" alone
+ * is the empty list, nothing at all the default globs. */
+static int parse_cgroup_globs(const char *value, char ***out, char **why) {
+        g_auto(GStrv) items = g_strsplit_set(value, " \t\r\n,", -1);
+        g_autoptr(GPtrArray) globs = g_ptr_array_new_with_free_func(g_free);
+        bool none = false;
+        for (char **i = items; *i; i++) {
+                const char *g = *i;
+                if (!*g)
+                        continue;
+                if (g_str_equal(g, "none")) {
+                        none = true;
+                        continue;
+                }
+                bool ok = true;
+                for (const char *q = g; *q && ok; q++)
+                        ok = (unsigned char) *q >= 0x20 && *q != 0x7f;
+                g_auto(GStrv) comps = g_strsplit(g, "/", -1);
+                for (char **c = comps; *c && ok; c++)
+                        ok = !g_str_equal(*c, "..") && !g_str_equal(*c, ".");
+                if (!ok) {
+                        *why = g_strdup_printf("'%s' is not a cgroup path glob", g);
+                        return -EINVAL;
+                }
+                if (g[strspn(g, "/")] == '\0') {
+                        *why = g_strdup_printf("'%s' would make every process one group", g);
+                        return -EINVAL;
+                }
+                g_ptr_array_add(globs, g_strdup(g));
+        }
+        if (none && globs->len) {
+                *why = g_strdup("'none' cannot be combined with globs");
+                return -EINVAL;
+        }
+        if (!none && !globs->len)
+                for (const char *const *d = np_group_default_globs; *d; d++)
+                        g_ptr_array_add(globs, g_strdup(*d));
+        g_ptr_array_add(globs, NULL);
+        *out = (char **) g_ptr_array_free(g_steal_pointer(&globs), false);
         return 0;
 }
 
@@ -345,6 +390,17 @@ static int key_apply(const NpConfigKey *k, NpConfig *c, const char *value, char 
                 return 0;
         }
 
+        case NP_KEY_CGROUP_GLOBS: {
+                char **list = NULL;
+                r = parse_cgroup_globs(value, &list, why);
+                if (r < 0)
+                        return r;
+                char ***f = FIELD(c, k, char **);
+                g_strfreev(*f);
+                *f = list;
+                return 0;
+        }
+
         case NP_KEY_NAME_LIST: {
                 char **list = NULL;
                 r = parse_name_list(value, &list, why);
@@ -434,6 +490,11 @@ static char *key_format(const NpConfigKey *k, const NpConfig *c) {
         }
         case NP_KEY_PATH:
                 return escape_value(*FIELD(c, k, char *const) ? *FIELD(c, k, char *const) : "");
+        case NP_KEY_CGROUP_GLOBS: {
+                char *const *l = *FIELD(c, k, char **const);
+                g_autofree char *joined = l && l[0] ? g_strjoinv(" ", (char **) l) : g_strdup("none");
+                return escape_value(joined);
+        }
         case NP_KEY_NAME_LIST: {
                 char *const *l = *FIELD(c, k, char **const);
                 g_autofree char *joined = l ? g_strjoinv(" ", (char **) l) : g_strdup("");
@@ -487,6 +548,7 @@ void np_config_free(NpConfig *c) {
         np_mask_free(c->reserved_cpus);
         g_strfreev(c->include);
         g_strfreev(c->exclude);
+        g_strfreev(c->groups);
         g_free(c->metrics_file);
         g_strfreev(c->files);
         g_free(c);

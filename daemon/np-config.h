@@ -11,7 +11,8 @@
  * Syntax decisions (documented in numaplaced.conf(5)):
  *  - only '#' starts a comment, as in GKeyFile (a ';' line is an unknown key);
  *  - an empty value ("Key=") means the key's default (the empty list for
- *    ReservedCPUs=, Include=, Exclude=), so a drop-in can undo a setting;
+ *    ReservedCPUs=, Include=, Exclude=; the default globs for Groups=, whose
+ *    empty list is "none"), so a drop-in can undo a setting;
  *  - a key repeated in one file: the last wins (as GKeyFile), but every
  *    assignment is validated; list keys are replaced, not merged;
  *  - drop-ins: regular files named *.conf, not starting with '.', in strcmp()
@@ -61,6 +62,7 @@ typedef struct {
         uint64_t advice_hold_usec; /* AdviceHoldSec= (60 s), 0..3600, 0 = answers hold nothing */
         char **include; /* Include= comm glob patterns or PIDs (empty) */
         char **exclude; /* Exclude= comm glob patterns or PIDs (empty) */
+        char **groups; /* Groups= cgroup path globs (NP_GROUP_DEFAULT_GLOBS; "none": empty) */
 
         /* [Migration] */
         bool skip_overlapping_nodes; /* SkipOverlappingNodes= (yes) */

@@ -76,19 +76,26 @@ static bool advised_there(NpManager *m, const NpProcess *p) {
         return m->config->mode == NP_MODE_ADVISE && p->state == NP_PROC_ADVISED && p->target;
 }
 
-static void build_procs(NpManager *m, GPtrArray *cands, GArray *out) {
+/* The candidates as the policy sees them; `names` keeps the strings they
+ * point to (the Groups= cgroups). */
+static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *names) {
         uint64_t now = np_now_usec(CLOCK_MONOTONIC);
-        g_autoptr(GHashTable) groups = g_hash_table_new(g_str_hash, g_str_equal);
+        /* "kind:name" -> group number */
+        g_autoptr(GHashTable) groups = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
         for (guint i = 0; i < cands->len; i++) {
                 const NpProcess *p = cands->pdata[i];
-                const char *unit = np_classify_unit_of(m, p);
+                NpGroupKind kind = NP_GROUP_PROCESS;
+                char *name = np_classify_group_of(m, p, &kind);
                 unsigned group = 0;
-                if (unit) {
-                        group = GPOINTER_TO_UINT(g_hash_table_lookup(groups, unit));
+                if (name) {
+                        g_ptr_array_add(names, name);
+                        char *key = g_strdup_printf("%s:%s", np_group_kind_to_string(kind), name);
+                        group = GPOINTER_TO_UINT(g_hash_table_lookup(groups, key));
                         if (!group) {
                                 group = g_hash_table_size(groups) + 1;
-                                g_hash_table_insert(groups, (gpointer) unit, GUINT_TO_POINTER(group));
-                        }
+                                g_hash_table_insert(groups, key, GUINT_TO_POINTER(group));
+                        } else
+                                g_free(key);
                 }
                 NpPolicyHold hold = hold_of(m, p);
                 bool advised = hold == NP_HOLD_NONE && advised_there(m, p);
@@ -124,6 +131,7 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out) {
                         .hold = hold,
                         .cgroup = p->cgroup,
                         .group = group,
+                        .group_name = kind == NP_GROUP_CGROUP ? name : NULL,
                 };
                 g_array_append_val(out, pp);
         }
@@ -215,6 +223,7 @@ static void settle_state(NpManager *m, NpProcess *p, NpPolicyHold hold, const Np
 typedef struct {
         GPtrArray *cands;
         GArray *node_arr, *proc_arr;
+        GPtrArray *names; /* what proc_arr's group names point to */
         const NpPolicyNode *nodes;
         const NpPolicyProcess *procs;
         guint n_nodes, n_procs;
@@ -227,7 +236,8 @@ static void snapshot(NpManager *m, Snapshot *s) {
         s->node_arr = g_array_new(FALSE, FALSE, sizeof(NpPolicyNode));
         s->proc_arr = g_array_new(FALSE, FALSE, sizeof(NpPolicyProcess));
         build_nodes(m, s->node_arr);
-        build_procs(m, s->cands, s->proc_arr);
+        s->names = g_ptr_array_new_with_free_func(g_free);
+        build_procs(m, s->cands, s->proc_arr, s->names);
         /* the room answers of Advise() hold, after the candidates */
         np_reservations_to_procs(m->reservations, s->proc_arr);
         params_of(m, &s->params);
@@ -241,6 +251,7 @@ static void snapshot_clear(Snapshot *s) {
         g_clear_pointer(&s->cands, g_ptr_array_unref);
         g_clear_pointer(&s->node_arr, g_array_unref);
         g_clear_pointer(&s->proc_arr, g_array_unref);
+        g_clear_pointer(&s->names, g_ptr_array_unref);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Snapshot, snapshot_clear)
 

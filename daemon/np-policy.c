@@ -574,6 +574,15 @@ static bool joins_unit(const NpPolicyProcess *p, const NpPolicyProcess *u, const
                 d->kind == NP_DECISION_KEEP && u->current && !np_mask_empty(u->current) && p->per_node;
 }
 
+/* The first member of merged entry j held foreign (whose cgroup the entry's
+ * reason names), or 0. */
+static int foreign_member(const NpPolicyProcess *procs, guint n_procs, const guint *slot_of, guint j) {
+        for (guint k = 0; k < n_procs; k++)
+                if (slot_of[k] == j && procs[k].hold == NP_HOLD_FOREIGN)
+                        return procs[k].pid;
+        return 0;
+}
+
 GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
                             const NpPolicyParams *params) {
         bool any = false;
@@ -593,7 +602,7 @@ GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPo
                 const NpPolicyProcess *u = &g_array_index(g.merged, NpPolicyProcess, j);
                 NpDecision *c;
                 if (joins_unit(&procs[i], u, d)) {
-                        NpReason r = { .code = NP_REASON_JOIN_UNIT,
+                        NpReason r = { .code = NP_REASON_JOIN_GROUP,
                                        .nodes = np_mask_copy(u->current),
                                        .bytes = procs[i].mem -
                                                MIN(procs[i].mem, np_ledger_bytes_on_set(&procs[i], u->current)) };
@@ -605,7 +614,12 @@ GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPo
                         c->nodes = copy_mask(d->nodes);
                         np_reason_copy(&c->reason, &d->reason);
                 }
-                c->reason.unit_members = g.size[j];
+                c->reason.group_members = g.size[j];
+                if (g.size[j] > 1) {
+                        c->reason.group = g_strdup(u->group_name);
+                        if (c->reason.code == NP_REASON_FOREIGN && procs[i].hold != NP_HOLD_FOREIGN)
+                                c->reason.member = foreign_member(procs, n_procs, g.slot_of, j);
+                }
                 g_ptr_array_add(res, c);
         }
         np_policy_groups_clear(&g);

@@ -114,8 +114,9 @@ typedef struct {
         NpPolicyHold hold;
         const char *cgroup; /* its cgroup (cpuset v1 or unified v2 path); NULL or "" = unknown:
                              * a foreign Decision names it when it is not the root */
-        unsigned group; /* 0, or the same number for processes placed as one (the
-                         * processes of one systemd unit): see np_policy_decide() */
+        unsigned group; /* 0, or the same number for processes placed as one (a
+                         * Groups= cgroup, a systemd unit): see np_policy_decide() */
+        const char *group_name; /* with group: the Groups= cgroup, named in the Decision; NULL: a unit */
 } NpPolicyProcess;
 
 typedef struct {
@@ -176,9 +177,8 @@ uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves);
  * every member gets the group's decision. The group is held by its firmest
  * member's hold: moving, then pinned, then excluded, then placed, then
  * foreign (a sibling narrowed by the daemon's own values on the unit is not
- * foreign to it). A member held by nothing of its own, in a group kept
- * where another member is placed or moving, joins it: a MOVE to the
- * group's nodes (NP_REASON_JOIN_UNIT).
+ * foreign to it; a foreign group's Decision names the member narrowed). A member held by nothing of its own, in a group
+ * kept where another member is placed or moving, joins it: a MOVE to the group's nodes (NP_REASON_JOIN_GROUP).
  */
 GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
                             const NpPolicyParams *params);

@@ -49,6 +49,7 @@ NpProcess *np_process_new(int pid, uint64_t starttime) {
         p->locality = 1.0;
         p->locality_prev = -1.0;
         p->cgroup = g_strdup("");
+        p->systemd_cgroup = g_strdup("");
         p->unit = g_strdup("");
         p->decision = g_strdup("");
         p->note = g_strdup("");
@@ -72,6 +73,7 @@ void np_process_free(NpProcess *p) {
         g_free(p->note);
         np_numa_maps_clear(&p->maps);
         g_free(p->cgroup);
+        g_free(p->systemd_cgroup);
         g_free(p->unit);
         g_free(p);
 }
@@ -183,12 +185,13 @@ void np_process_set_sample(NpProcess *p, const char *comm, double cpu_usage, uin
                 mark(p, NP_PROCESS_MEMORY_BYTES);
 }
 
-static char *cgroup_path_of(NpProcTable *tab, int pid, char **unit) {
+static char *cgroup_path_of(NpProcTable *tab, int pid, char **unit, char **systemd) {
         g_autofree char *buf = NULL;
         char *save = NULL;
         *unit = NULL;
         if (np_proc_table_read_detail(tab, pid, NP_PROC_CGROUP, &buf) < 0) {
                 *unit = g_strdup("");
+                *systemd = g_strdup("");
                 return g_strdup("");
         }
         const char *cpuset = NULL, *unified = NULL, *named = NULL;
@@ -220,6 +223,7 @@ static char *cgroup_path_of(NpProcTable *tab, int pid, char **unit) {
         }
         if (!*unit)
                 *unit = g_strdup("");
+        *systemd = g_strdup(sysd ? sysd : "");
         return g_strdup(cpuset ? cpuset : sysd ? sysd : "");
 }
 
@@ -357,13 +361,15 @@ static void read_threads(NpProcess *p, const NpTopology *t, NpProcTable *tab) {
 }
 
 void np_process_read_cgroup(NpProcess *p, NpProcTable *tab) {
-        g_autofree char *unit = NULL;
-        g_autofree char *cgroup = cgroup_path_of(tab, p->pid, &unit);
+        g_autofree char *unit = NULL, *systemd = NULL;
+        g_autofree char *cgroup = cgroup_path_of(tab, p->pid, &unit, &systemd);
         if (g_strcmp0(cgroup, p->cgroup) != 0) {
                 mark(p, NP_PROCESS_CGROUP);
                 g_free(p->cgroup);
                 p->cgroup = g_steal_pointer(&cgroup);
         }
+        g_free(p->systemd_cgroup);
+        p->systemd_cgroup = g_steal_pointer(&systemd);
         if (g_strcmp0(unit, p->unit) != 0) {
                 mark(p, NP_PROCESS_UNIT);
                 g_free(p->unit);

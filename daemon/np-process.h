@@ -101,6 +101,7 @@ typedef struct {
                                          * (its threads' numa_pages_migrated), read while its CPU
                                          * use is not settled; 0 = none or unknown */
         char *cgroup; /* cpuset (v1) or unified (v2) path */
+        char *systemd_cgroup; /* unified (v2) path, or name=systemd's on a v1 host; "" = none */
         char *unit; /* systemd unit from the cgroup path, or "" */
 
         /* what the daemon did */

@@ -12,6 +12,7 @@ void np_reason_clear(NpReason *r) {
         np_mask_free(r->cpus_before);
         np_mask_free(r->cpus);
         g_free(r->cgroup);
+        g_free(r->group);
         g_free(r->error);
         *r = (NpReason){ 0 };
 }
@@ -21,6 +22,7 @@ void np_reason_copy(NpReason *dst, const NpReason *src) {
         dst->nodes = src->nodes ? np_mask_copy(src->nodes) : NULL;
         dst->on = src->on ? np_mask_copy(src->on) : NULL;
         dst->cgroup = g_strdup(src->cgroup);
+        dst->group = g_strdup(src->group);
         dst->cpus_before = src->cpus_before ? np_mask_copy(src->cpus_before) : NULL;
         dst->cpus = src->cpus ? np_mask_copy(src->cpus) : NULL;
         dst->error = g_strdup(src->error);
@@ -155,8 +157,10 @@ char *np_reason_render(const NpReason *r) {
         g_autofree char *nodes = fmt_mask(r->nodes);
         double mib = (double) r->bytes / MIB;
 
-        if (r->unit_members > 1)
-                g_string_append_printf(o, "with the %u processes of its unit: ", r->unit_members);
+        if (r->group_members > 1 && r->group)
+                g_string_append_printf(o, "with the %u processes of its group %s: ", r->group_members, r->group);
+        else if (r->group_members > 1)
+                g_string_append_printf(o, "with the %u processes of its unit: ", r->group_members);
         add_context(o, r);
         switch (r->code) {
         case NP_REASON_NONE:
@@ -168,7 +172,13 @@ char *np_reason_render(const NpReason *r) {
                 g_string_append(o, "excluded");
                 break;
         case NP_REASON_FOREIGN:
-                g_string_append(o, "its CPUs or memory nodes were narrowed by someone else");
+                if (r->member > 0)
+                        g_string_append_printf(o,
+                                               "the CPUs or memory nodes of its member %d were narrowed by someone "
+                                               "else",
+                                               r->member);
+                else
+                        g_string_append(o, "its CPUs or memory nodes were narrowed by someone else");
                 /* in the root cgroup, whose cpuset holds everything, only
                  * its own affinity narrows */
                 if (r->cgroup && *r->cgroup && !g_str_equal(r->cgroup, "/"))
@@ -284,10 +294,11 @@ char *np_reason_render(const NpReason *r) {
                         g_string_append_c(o, ')');
                 }
                 break;
-        case NP_REASON_JOIN_UNIT:
-                g_string_append_printf(
-                        o, "its unit's other processes are placed on %s: it joins them there (%.0f MiB to move)", nodes,
-                        mib);
+        case NP_REASON_JOIN_GROUP:
+                g_string_append_printf(o,
+                                       "its %s's other processes are placed on %s: it joins them there (%.0f MiB to "
+                                       "move)",
+                                       r->group ? "group" : "unit", nodes, mib);
                 break;
         case NP_REASON_HOTPLUG_RELEASED:
         case NP_REASON_HOTPLUG_RELEASE_FAILED:

@@ -81,9 +81,9 @@ typedef enum {
         NP_REASON_EVERY_NODE, /* cpu and bytes need every node: left spread (KEEP) */
         NP_REASON_STILL_BEST, /* its nodes `nodes` are still the best (KEEP) */
         NP_REASON_PLACE, /* place on `nodes`: dist_lo, dist_hi, bytes to move; alone_node, alone (MOVE) */
-        /* the unit's other processes are placed on (or moving to) `nodes`:
+        /* its group's other processes are placed on (or moving to) `nodes`:
          * it joins them there, bytes to move (MOVE) */
-        NP_REASON_JOIN_UNIT,
+        NP_REASON_JOIN_GROUP,
         /* notes leading the Decision after the CPUs of its nodes `nodes`
          * changed from cpus_before to cpus (np-hotplug.h) */
         NP_REASON_HOTPLUG_RELEASED, /* none left online: released */
@@ -97,7 +97,9 @@ typedef struct {
         NpReasonCode code;
         NpReasonContext context;
         NpReasonKernel kernel;
-        unsigned unit_members; /* > 1: decided with the processes of its unit */
+        unsigned group_members; /* > 1: decided with the other processes of its group */
+        char *group; /* with group_members: the Groups= cgroup the group is; NULL: its unit */
+        int member; /* FOREIGN in a group: the member someone else narrowed, 0 = itself */
         NpMask *nodes; /* the code's nodes (owned, may be NULL) */
         NpMask *on; /* LOCAL, SHARE: where it runs; CROWDED: where it is placed (owned) */
         double share; /* LOCAL, SHARE: its memory on `on`; PLACED_REST: on `nodes` (0..1) */

@@ -8,6 +8,7 @@
 #include <syslog.h>
 
 #include "np-config.h"
+#include "np-group.h"
 #include "np-test-api.h"
 #include "np-test-util.h"
 
@@ -59,6 +60,8 @@ static void assert_defaults(const NpConfig *c) {
         g_assert_null(c->include[0]);
         g_assert_nonnull(c->exclude);
         g_assert_null(c->exclude[0]);
+        g_assert_nonnull(c->groups);
+        g_assert_cmpstr(c->groups[0], ==, np_group_default_globs[0]);
         g_assert_true(c->skip_overlapping_nodes);
         g_assert_cmpuint(c->max_rate, ==, 0);
         g_assert_false(c->move_shared_pages);
@@ -450,6 +453,41 @@ static void test_lists(void) {
         g_assert_cmpstr(d->include[0], ==, "averyveryverylongname*");
 }
 
+/* Groups=: the default globs, "none", globs of one's own, and what is refused. */
+static void test_groups(void) {
+        g_autoptr(NpConfig) def = np_config_new_default();
+        g_assert_nonnull(def->groups);
+        g_assert_cmpuint(g_strv_length(def->groups), ==, g_strv_length((char **) np_group_default_globs));
+        g_assert_cmpstr(def->groups[0], ==, "libpod-*.scope");
+
+        g_autoptr(NpConfig) none = load_ok("[Placement]\nGroups=none\n");
+        g_assert_nonnull(none->groups);
+        g_assert_null(none->groups[0]);
+        g_autofree char *s = np_config_to_string(none);
+        g_assert_nonnull(strstr(s, "\nGroups=none\n"));
+
+        g_autoptr(NpConfig) own = load_ok("[Placement]\nGroups=/workloads/*, app-*.service\n");
+        g_assert_cmpuint(g_strv_length(own->groups), ==, 2);
+        g_assert_cmpstr(own->groups[0], ==, "/workloads/*");
+        g_assert_cmpstr(own->groups[1], ==, "app-*.service");
+        g_autofree char *s2 = np_config_to_string(own);
+        g_assert_nonnull(strstr(s2, "\nGroups=/workloads/* app-*.service\n"));
+        g_autoptr(NpConfig) back = load_ok(s2);
+        g_assert_cmpstr(back->groups[1], ==, "app-*.service");
+
+        /* an empty value is the default again (a drop-in undoing a setting) */
+        g_autoptr(NpConfig) undo = load_ok("[Placement]\nGroups=none\nGroups=\n");
+        g_assert_cmpuint(g_strv_length(undo->groups), ==, g_strv_length(def->groups));
+
+        g_autofree char *e1 = load_fail("[Placement]\nGroups=/\n", NULL);
+        g_assert_cmpstr(e1, ==, "test.conf:2: [Placement] Groups: '/': '/' would make every process one group");
+        g_autofree char *e2 = load_fail("[Placement]\nGroups=/a/../b\n", NULL);
+        g_assert_cmpstr(e2, ==, "test.conf:2: [Placement] Groups: '/a/../b': '/a/../b' is not a cgroup path glob");
+        g_autofree char *e3 = load_fail("[Placement]\nGroups=none /docker/*\n", NULL);
+        g_assert_cmpstr(e3, ==,
+                        "test.conf:2: [Placement] Groups: 'none /docker/*': 'none' cannot be combined with globs");
+}
+
 static void test_scan_interval_order(void) {
         g_autofree char *m1 = load_fail("[Daemon]\nScanIntervalSec=10\nMaxScanIntervalSec=5\n", NULL);
         g_assert_cmpstr(m1, ==, "test.conf:3: [Daemon] MaxScanIntervalSec: '5': must be at least ScanIntervalSec (10)");
@@ -622,7 +660,7 @@ static char **key_names(void) {
                 if (eq && g_ascii_isupper((*l)[0]))
                         g_ptr_array_add(keys, g_strndup(*l, (size_t) (eq - *l)));
         }
-        g_assert_cmpuint(keys->len, ==, 22);
+        g_assert_cmpuint(keys->len, ==, 23);
         g_ptr_array_add(keys, NULL);
         return (char **) g_ptr_array_free(g_steal_pointer(&keys), false);
 }
@@ -690,6 +728,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/config/malformed", test_malformed);
         g_test_add_func("/config/empty-and-duplicates", test_empty_and_duplicates);
         g_test_add_func("/config/lists", test_lists);
+        g_test_add_func("/config/groups", test_groups);
         g_test_add_func("/config/scan-interval-order", test_scan_interval_order);
         g_test_add_func("/config/dropins", test_dropins);
         g_test_add_func("/config/missing-file", test_missing_file);

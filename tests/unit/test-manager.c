@@ -217,16 +217,21 @@ static void test_idle_details(Fixture *f, gconstpointer data) {
 
 /* Write field `field` (1-based, as in proc(5)) of the fixture's stat of
  * 4242 (bigdb, state R). */
-static void set_stat_field(Fixture *f, unsigned field, unsigned value) {
-        g_autofree char *stat = fixture_path(f, "proc/4242/stat");
+static void set_stat_field_of(Fixture *f, int pid, unsigned field, unsigned value) {
+        g_autofree char *rel = g_strdup_printf("proc/%d/stat", pid);
+        g_autofree char *stat = fixture_path(f, rel);
         g_autofree char *st = NULL;
         g_assert_true(g_file_get_contents(stat, &st, NULL, NULL));
-        g_autofree char *pattern = g_strdup_printf("^(4242 \\(bigdb\\) R( [^ ]+){%u}) [0-9]+ ", field - 4);
+        g_autofree char *pattern = g_strdup_printf("^(%d \\(bigdb\\) R( [^ ]+){%u}) [0-9]+ ", pid, field - 4);
         g_autoptr(GRegex) re = g_regex_new(pattern, 0, 0, NULL);
         g_assert_true(g_regex_match(re, st, 0, NULL));
         g_autofree char *with = g_strdup_printf("\\1 %u ", value);
         g_autofree char *out = g_regex_replace(re, st, -1, 0, with, 0, NULL);
         g_assert_true(g_file_set_contents(stat, out, -1, NULL));
+}
+
+static void set_stat_field(Fixture *f, unsigned field, unsigned value) {
+        set_stat_field_of(f, 4242, field, value);
 }
 
 /* Its utime: it ran. */
@@ -669,6 +674,57 @@ static void edit_bigdb(Fixture *f, const char *file, const char *pattern, const 
  * answer and confined to its node (as libvirt confines a guest) takes the
  * reservation up, which then holds what bigdb does not use there, and ends
  * when bigdb exits. */
+static void set_file(Fixture *f, const char *rel, const char *text) {
+        g_autofree char *path = fixture_path(f, rel);
+        g_assert_true(g_file_set_contents(path, text, -1, NULL));
+}
+
+/* Groups=: two processes of one podman container (its cgroup matches the
+ * default libpod-*.scope) are decided as one on any backend, each Decision
+ * naming the group; with Groups=none each is decided on its own. */
+static void test_cgroup_group(Fixture *f, gconstpointer data) {
+        f->m->config->mode = NP_MODE_ADVISE;
+        g_autofree char *src = fixture_path(f, "proc/4242");
+        g_autofree char *dst = fixture_path(f, "proc/4343");
+        g_assert_cmpint(g_mkdir(dst, 0755), ==, 0);
+        copy_tree(src, dst);
+        g_autofree char *stat_path = fixture_path(f, "proc/4343/stat");
+        g_autofree char *stat = NULL;
+        g_assert_true(g_file_get_contents(stat_path, &stat, NULL, NULL));
+        g_assert_true(g_str_has_prefix(stat, "4242 "));
+        memcpy(stat, "4343", 4);
+        g_assert_true(g_file_set_contents(stat_path, stat, -1, NULL));
+        set_file(f, "proc/4242/cgroup", "0::/machine.slice/libpod-c1.scope/container\n");
+        set_file(f, "proc/4343/cgroup", "0::/machine.slice/libpod-c1.scope/container\n");
+
+        /* both busy (a CPU each) for three scans: measured, then decided */
+        unsigned utime = 200000;
+        for (int i = 0; i < 3; i++) {
+                utime += one_cpu_ticks();
+                set_stat_field_of(f, 4242, 14, utime);
+                set_stat_field_of(f, 4343, 14, utime);
+                scan_and_decide(f);
+        }
+        NpProcess *a = np_manager_process(f->m, 4242), *b = np_manager_process(f->m, 4343);
+        g_assert_nonnull(a);
+        g_assert_nonnull(b);
+        g_assert_true(a->significant && b->significant);
+        g_assert_cmpstr(a->systemd_cgroup, ==, "/machine.slice/libpod-c1.scope/container");
+        const char *want = "with the 2 processes of its group /machine.slice/libpod-c1.scope: ";
+        g_test_message("decision: %s", a->decision);
+        g_assert_true(g_str_has_prefix(a->decision, want));
+        g_assert_cmpstr(a->decision, ==, b->decision);
+        g_assert_true(a->target && b->target && np_mask_equal(a->target, b->target));
+
+        /* Groups=none: each on its own */
+        g_strfreev(f->m->config->groups);
+        f->m->config->groups = g_new0(char *, 1);
+        scan_and_decide(f);
+        g_test_message("decision: %s", a->decision);
+        g_assert_false(g_str_has_prefix(a->decision, "with the"));
+        g_assert_false(g_str_has_prefix(b->decision, "with the"));
+}
+
 static void test_advice_reserves(Fixture *f, gconstpointer data) {
         g_autoptr(GError) e = NULL;
         g_assert_cmpint(np_scan_run(f->m), ==, 0);
@@ -838,6 +894,7 @@ int main(int argc, char **argv) {
         ADD("/manager/kernel-watch-until-settled", "4node", test_kernel_watch_until_settled);
         ADD("/manager/peek", "4node", test_peek);
         ADD("/manager/advice-reserves", "4node", test_advice_reserves);
+        ADD("/manager/cgroup-group", "4node", test_cgroup_group);
 #undef ADD
         return g_test_run();
 }

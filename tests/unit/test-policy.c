@@ -605,10 +605,10 @@ static void test_unit_as_one(void) {
         g_assert_true(np_mask_equal(dec(d, 0)->nodes, dec(d, 1)->nodes));
         /* where most of the unit's pages are (node 1 or 2, 190 MiB each) */
         g_assert_true(np_mask_test(dec(d, 0)->nodes, 1) || np_mask_test(dec(d, 0)->nodes, 2));
-        g_assert_cmpuint(why(d, 1)->unit_members, ==, 2);
+        g_assert_cmpuint(why(d, 1)->group_members, ==, 2);
         /* the lone one: its memory is on node 3, it runs on 0 */
         assert_move(d, 2, "3");
-        g_assert_cmpuint(why(d, 2)->unit_members, <, 2);
+        g_assert_cmpuint(why(d, 2)->group_members, <, 2);
 
         /* without the group each stays with its own memory */
         a->group = b->group = 0;
@@ -663,6 +663,20 @@ static void test_unit_holds(void) {
         g_assert_cmpint(why(e, 1)->code, >=, NP_REASON_PLACED_ROOM);
         g_assert_cmpint(why(e, 1)->code, <=, NP_REASON_PLACED_REST);
         assert_nodes(why(e, 1)->nodes, "1");
+
+        /* a Groups= cgroup is named; a member narrowed by someone else makes
+         * the group foreign, and the others' Decisions name it */
+        a->hold = b->hold = NP_HOLD_NONE;
+        b->hold = NP_HOLD_FOREIGN;
+        b->cgroup = "/machine.slice/libpod-1.scope/container";
+        a->group_name = b->group_name = "/machine.slice/libpod-1.scope";
+        g_autoptr(GPtrArray) f = decide(&m);
+        g_assert_cmpint(why(f, 0)->code, ==, NP_REASON_FOREIGN);
+        g_assert_cmpint(why(f, 0)->member, ==, 101);
+        g_assert_cmpstr(why(f, 0)->group, ==, "/machine.slice/libpod-1.scope");
+        g_assert_cmpstr(why(f, 0)->cgroup, ==, "/machine.slice/libpod-1.scope/container");
+        g_assert_cmpint(why(f, 1)->code, ==, NP_REASON_FOREIGN);
+        g_assert_cmpint(why(f, 1)->member, ==, 0);
         machine_clear(&m);
 }
 
@@ -683,16 +697,16 @@ static void test_unit_member_joins(void) {
         g_autoptr(GPtrArray) d = decide(&m);
         assert_keep(d, 0, NP_REASON_RECENTLY_MOVED);
         assert_move(d, 1, "1");
-        g_assert_cmpint(why(d, 1)->code, ==, NP_REASON_JOIN_UNIT);
+        g_assert_cmpint(why(d, 1)->code, ==, NP_REASON_JOIN_GROUP);
         g_assert_cmpuint(why(d, 1)->bytes, ==, 110 * MiB);
-        g_assert_cmpuint(why(d, 1)->unit_members, ==, 2);
+        g_assert_cmpuint(why(d, 1)->group_members, ==, 2);
 
         a->hold = NP_HOLD_MOVING;
         a->current = mask(&m, "1");
         g_autoptr(GPtrArray) e = decide(&m);
         assert_keep(e, 0, NP_REASON_MOVING);
         assert_move(e, 1, "1");
-        g_assert_cmpint(why(e, 1)->code, ==, NP_REASON_JOIN_UNIT);
+        g_assert_cmpint(why(e, 1)->code, ==, NP_REASON_JOIN_GROUP);
 
         /* its numa_maps unreadable: nothing to plan from, it waits */
         a->hold = NP_HOLD_PLACED;

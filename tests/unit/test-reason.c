@@ -25,6 +25,7 @@ static void check(NpReason r, const char *nodes, const char *on, const char *wan
         r.nodes = mask(nodes);
         r.on = mask(on);
         r.cgroup = g_strdup(r.cgroup);
+        r.group = g_strdup(r.group);
         r.error = g_strdup(r.error);
         r.cpus_before = r.cpus_before ? np_mask_copy(r.cpus_before) : NULL;
         r.cpus = r.cpus ? np_mask_copy(r.cpus) : NULL;
@@ -287,12 +288,30 @@ static void test_hotplug(void) {
 }
 
 static void test_unit(void) {
-        check((NpReason){ .code = NP_REASON_PINNED, .unit_members = 2 }, "1", NULL,
+        check((NpReason){ .code = NP_REASON_PINNED, .group_members = 2 }, "1", NULL,
               "with the 2 processes of its unit: pinned on 1 by Place()");
-        check((NpReason){ .code = NP_REASON_PLACED_ROOM, .unit_members = 1 }, "1", NULL, "placed on 1, which has room");
-        check((NpReason){ .code = NP_REASON_JOIN_UNIT, .unit_members = 2, .bytes = 110 * 1024 * 1024 }, "2", NULL,
+        check((NpReason){ .code = NP_REASON_PLACED_ROOM, .group_members = 1 }, "1", NULL,
+              "placed on 1, which has room");
+        check((NpReason){ .code = NP_REASON_JOIN_GROUP, .group_members = 2, .bytes = 110 * 1024 * 1024 }, "2", NULL,
               "with the 2 processes of its unit: its unit's other processes are placed on 2: it joins them there "
               "(110 MiB to move)");
+        /* a Groups= cgroup */
+        check((NpReason){ .code = NP_REASON_JOIN_GROUP,
+                          .group_members = 3,
+                          .group = "/machine.slice/libpod-1.scope",
+                          .bytes = 110 * 1024 * 1024 },
+              "2", NULL,
+              "with the 3 processes of its group /machine.slice/libpod-1.scope: its group's other processes are "
+              "placed on 2: it joins them there (110 MiB to move)");
+        check((NpReason){ .code = NP_REASON_FOREIGN,
+                          .group_members = 2,
+                          .group = "/machine.slice/libpod-1.scope",
+                          .member = 4242,
+                          .cgroup = "/machine.slice/libpod-1.scope/container" },
+              NULL, NULL,
+              "with the 2 processes of its group /machine.slice/libpod-1.scope: the CPUs or memory nodes of its "
+              "member 4242 were narrowed by someone else (cgroup /machine.slice/libpod-1.scope/container): left "
+              "alone");
 }
 
 int main(int argc, char **argv) {
