@@ -88,7 +88,12 @@ R capeff $(awk '/^CapEff/ {print $2}' /proc/$MP/status)
 R nonewprivs $(awk '/^NoNewPrivs/ {print $2}' /proc/$MP/status)
 R seccomp $(awk '/^Seccomp:/ {print $2}' /proc/$MP/status)
 s0=$(busctl get-property $M Scans | awk '{print $2}')
-sleep 12
+# (a quiet machine's interval stretches to MaxScanIntervalSec=15 s, and a
+# loaded host slows the VM: wait for the next scan, at most a minute)
+for i in $(seq 1 120); do
+    [ "$(busctl get-property $M Scans | awk '{print $2}')" -gt "$s0" ] && break
+    sleep 0.5
+done
 R scans-advance $s0 $(busctl get-property $M Scans | awk '{print $2}')
 
 # 2. reload with an edited ScanIntervalSec
@@ -176,7 +181,15 @@ R busy-lists-after $(awk '/^(Cpus|Mems)_allowed_list/ {print $2}' /proc/$BP/stat
 # 7. kill -9: systemd restarts it
 systemctl start numaplaced; wait_active
 # (its pages are all on one node already, so the policy leaves it: pin it)
-busctl --timeout=300 call $M Place uau $BP 1 1 >/dev/null; R busy-pin-rc $?
+# (the restarted daemon may be moving it back or deciding it: Place() then
+# fails with a message, printed; tried again for up to 30 s)
+for i in $(seq 1 15); do
+    busctl --timeout=300 call $M Place uau $BP 1 1 >/dev/null 2>/tmp/e; rc=$?
+    [ $rc = 0 ] && break
+    R busy-pin-error "$(tr '\n' ' ' </tmp/e)"
+    sleep 2
+done
+R busy-pin-rc $rc
 R busy-replaced "$(systemctl show -p AllowedMemoryNodes --value busy)"
 n0=$(systemctl show -p NRestarts --value numaplaced)
 MP=$(systemctl show -p MainPID --value numaplaced)
@@ -294,6 +307,8 @@ done
 PO="org.numaplaced1 /org/numaplaced1/process/${PC:-0} org.numaplaced1.Process"
 R pair-c-target $(busctl get-property $PO TargetNodes)
 R pair-c-decision "$(busctl get-property $PO State) $(busctl get-property $PO Decision)"
+# (the Decision may be the next scan's by now: the join is in the journal)
+R pair-c-joined $(journalctl -u numaplaced --no-pager -o cat | grep -c "Placing ${PC:-x} .*it joins them there")
 # (the unit's demand grew by the third: the policy may have grown it onto
 # a neighbour meanwhile, so the pair's target is read again)
 R pair-c-unit-target $(busctl get-property org.numaplaced1 /org/numaplaced1/process/$PA org.numaplaced1.Process \
@@ -379,7 +394,7 @@ def body():
     t.eq(res.get("nonewprivs"), "1", "NoNewPrivs")
     t.eq(res.get("seccomp"), "2", "a system call filter is in force")
     s0, s1 = (int(x) for x in (res.get("scans-advance") or "0 0").split())
-    t.check(s1 > s0, f"it scans under the unit's sandbox ({s0} -> {s1} in 12 s)")
+    t.check(s1 > s0, f"it scans under the unit's sandbox ({s0} -> {s1} within a minute)")
     # 2
     t.eq(res.get("reload-rc"), "0", "systemctl reload after editing ScanIntervalSec")
     t.eq((res.get("interval-after") or "").split(), ["t", "7000000"], "ScanIntervalUSec after the reload")
@@ -435,6 +450,8 @@ def body():
     t.check(len(rs) == 5 and int(rs[1]) == int(rs[0]) + 1 and rs[2] != rs[3] and rs[4] == "active",
             f"kill -9: systemd restarted it (NRestarts, old and new MainPID, state: {rs})")
     t.eq(res.get("after-restart-nodes"), "4", "the restarted daemon is on the bus")
+    for e in res.all("busy-pin-error"):
+        print(f"  ..   Place() before the kill, tried again: {e}")
     t.eq(res.get("busy-pin-rc"), "0", "Place() of the workload on node 1 before the kill")
     t.eq(res.get("busy-replaced"), "1", "its unit's AllowedMemoryNodes then")
     ar = (res.get("after-restart-busy") or "").split()
@@ -484,8 +501,9 @@ def body():
     tc = (res.get("pair-c-target") or "").split()
     tu = (res.get("pair-c-unit-target") or "").split()
     dc = res.get("pair-c-decision") or ""
-    t.check(len(tu) >= 3 and tc == tu and dc.startswith('s "placed"') and "it joins them there" in dc,
-            f"the third joins the unit's nodes and is placed ({tc}, unit {tu}; {dc})")
+    t.check(len(tu) >= 3 and tc == tu and dc.startswith('s "placed"') and int(res.get("pair-c-joined") or "0") >= 1,
+            f"the third joins the unit's nodes and is placed ({tc}, unit {tu}; {dc}; "
+            f"{res.get('pair-c-joined')} 'it joins them there' journal lines)")
     t.eq(res.get("pair-c-state-units"), "3", "the state file records the third under Unit=pair.service too")
     t.eq(res.get("pair-c-gone"), "0", "the third killed: the daemon lets go of it")
     t.eq(res.get("pair-one-gone"), "0", "one of the pair killed: the daemon lets go of it")
