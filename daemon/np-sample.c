@@ -549,15 +549,76 @@ static gint cmp_huge(gconstpointer a, gconstpointer b) {
         return (x->node > y->node) - (x->node < y->node);
 }
 
+/* The file= paths of shmem objects, as numa_maps escapes them (a space is
+ * \040): shared anonymous memory, SysV shm, memfd, POSIX shm. */
+static const char *const shm_paths[] = { "/dev/zero\\040(deleted)", "/SYSV", "/memfd:", "/dev/shm/" };
+
+static bool is_shm_path(const char *b, const char *e) {
+        for (size_t i = 0; i < G_N_ELEMENTS(shm_paths); i++) {
+                size_t n = strlen(shm_paths[i]);
+                if ((size_t) (e - b) >= n && memcmp(b, shm_paths[i], n) == 0)
+                        return true;
+        }
+        return false;
+}
+
+static void shm_clear(gpointer x) {
+        NpNumaMapsShm *s = x;
+        if (s->per_node)
+                g_array_unref(s->per_node);
+}
+
+static gint cmp_node_bytes(gconstpointer a, gconstpointer b) {
+        const NpNodeBytes *x = a, *y = b;
+        return (x->node > y->node) - (x->node < y->node);
+}
+
+/* A line of a shmem object, appended to m->shm. */
+static void add_shm(NpNumaMaps *m, uint64_t start, uint64_t page_bytes, uint64_t mapmax, const GArray *line_pages,
+                    uint64_t line_bytes) {
+        NpNumaMapsShm s = {
+                .start = start,
+                .page_bytes = page_bytes,
+                .bytes = line_bytes,
+                .mapmax = mapmax > UINT_MAX ? UINT_MAX
+                        : mapmax            ? (unsigned) mapmax
+                                            : 1,
+                .per_node = g_array_new(FALSE, FALSE, sizeof(NpNodeBytes)),
+        };
+        for (guint i = 0; i < line_pages->len; i++) {
+                const LinePages *lp = &g_array_index(line_pages, LinePages, i);
+                guint j = 0;
+                while (j < s.per_node->len && g_array_index(s.per_node, NpNodeBytes, j).node != lp->node)
+                        j++;
+                if (j < s.per_node->len)
+                        g_array_index(s.per_node, NpNodeBytes, j).bytes += lp->pages * page_bytes;
+                else if (lp->pages) {
+                        NpNodeBytes nb = { .node = lp->node, .bytes = lp->pages * page_bytes };
+                        g_array_append_val(s.per_node, nb);
+                }
+        }
+        g_array_sort(s.per_node, cmp_node_bytes);
+        if (!m->shm) {
+                m->shm = g_array_new(FALSE, FALSE, sizeof(NpNumaMapsShm));
+                g_array_set_clear_func(m->shm, shm_clear);
+        }
+        g_array_append_val(m->shm, s);
+}
+
 /* One numa_maps line [p, eol): "<addr> <policy> [key=value | flag]...".
  * Adds to acc (bytes per node, indexed by node), huge (NpHugeBytes of the
- * lines marked huge) and the totals in m. */
+ * lines marked huge), the totals in m and, for a shmem object, m->shm. */
 static int numa_maps_line(const char *p, const char *eol, GArray *line_pages, GArray *acc, GArray *huge_acc,
                           NpNumaMaps *m) {
         const char *q = p;
+        uint64_t start = 0;
         /* start address, hex */
-        while (q < eol && g_ascii_isxdigit(*q))
+        while (q < eol && g_ascii_isxdigit(*q)) {
+                if (start >> 60)
+                        return -EINVAL;
+                start = start << 4 | (uint64_t) g_ascii_xdigit_value(*q);
                 q++;
+        }
         if (q == p || q == eol || !is_blank(*q))
                 return -EINVAL;
         q = skip_blanks(q);
@@ -565,8 +626,8 @@ static int numa_maps_line(const char *p, const char *eol, GArray *line_pages, GA
                 (eol - q >= 19 && memcmp(q, "weighted interleave", 19) == 0);
         bool default_policy = eol - q >= 7 && memcmp(q, "default", 7) == 0 && (eol - q == 7 || is_blank(q[7]));
 
-        uint64_t page_kb = 4;
-        bool huge = false;
+        uint64_t page_kb = 4, mapmax = 0;
+        bool huge = false, shm = false;
         g_array_set_size(line_pages, 0);
 
         while (q < eol) {
@@ -579,6 +640,11 @@ static int numa_maps_line(const char *p, const char *eol, GArray *line_pages, GA
                         break;
                 if (e - b == 4 && memcmp(b, "huge", 4) == 0) {
                         huge = true;
+                } else if (e - b > 5 && memcmp(b, "file=", 5) == 0) {
+                        shm = is_shm_path(b + 5, e);
+                } else if (e - b > 7 && memcmp(b, "mapmax=", 7) == 0) {
+                        if (tok_u64(b + 7, e, &mapmax) < 0)
+                                return -EINVAL;
                 } else if (e - b > 18 && memcmp(b, "kernelpagesize_kB=", 18) == 0) {
                         if (tok_u64(b + 18, e, &page_kb) < 0 || page_kb == 0)
                                 return -EINVAL;
@@ -614,6 +680,8 @@ static int numa_maps_line(const char *p, const char *eol, GArray *line_pages, GA
                 m->interleaved_bytes += line_bytes;
         if (default_policy && !huge)
                 m->balanced_bytes += line_bytes;
+        if (shm && line_bytes)
+                add_shm(m, start, page_kb * 1024, mapmax, line_pages, line_bytes);
         return 0;
 }
 
@@ -657,6 +725,8 @@ void np_numa_maps_clear(NpNumaMaps *m) {
                 g_array_unref(m->per_node);
         if (m->huge_per_node)
                 g_array_unref(m->huge_per_node);
+        if (m->shm)
+                g_array_unref(m->shm);
         memset(m, 0, sizeof(*m));
 }
 
@@ -669,6 +739,16 @@ void np_numa_maps_copy(const NpNumaMaps *src, NpNumaMaps *dst) {
         if (src->huge_per_node && src->huge_per_node->len) {
                 dst->huge_per_node = g_array_sized_new(FALSE, FALSE, sizeof(NpHugeBytes), src->huge_per_node->len);
                 g_array_append_vals(dst->huge_per_node, src->huge_per_node->data, src->huge_per_node->len);
+        }
+        dst->shm = NULL;
+        for (guint i = 0; src->shm && i < src->shm->len; i++) {
+                NpNumaMapsShm c = g_array_index(src->shm, NpNumaMapsShm, i);
+                c.per_node = g_array_copy(c.per_node);
+                if (!dst->shm) {
+                        dst->shm = g_array_sized_new(FALSE, FALSE, sizeof(NpNumaMapsShm), src->shm->len);
+                        g_array_set_clear_func(dst->shm, shm_clear);
+                }
+                g_array_append_val(dst->shm, c);
         }
 }
 

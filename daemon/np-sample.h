@@ -162,6 +162,18 @@ typedef struct {
         uint64_t bytes;
 } NpHugeBytes;
 
+/* One numa_maps line of memory that processes can share (file= a shmem
+ * object: "/dev/zero (deleted)" for shared anonymous memory, "/SYSV...",
+ * "/memfd:...", "/dev/shm/..."), as this process maps it. Which object it is
+ * (device and inode) only /proc/PID/maps tells (np-shmaps.h). */
+typedef struct {
+        uint64_t start; /* the mapping's start address */
+        uint64_t page_bytes; /* kernelpagesize_kB */
+        uint64_t bytes; /* its pages resident in this mapping */
+        unsigned mapmax; /* the most processes mapping one of its pages (1 when absent) */
+        GArray *per_node; /* NpNodeBytes sorted by node, 0 omitted */
+} NpNumaMapsShm;
+
 typedef struct {
         GArray *per_node; /* NpNodeBytes sorted by node, nodes with 0 omitted */
         GArray *huge_per_node; /* NpHugeBytes, the hugetlb part of per_node, sorted by page
@@ -171,6 +183,7 @@ typedef struct {
         uint64_t interleaved_bytes; /* part of total in VMAs with an interleave policy */
         uint64_t balanced_bytes; /* part of total the kernel's NUMA balancing can move: the
                                   * default policy, not in huge pages */
+        GArray *shm; /* NpNumaMapsShm in file order, lines with pages only; NULL when none */
 } NpNumaMaps;
 
 /* Parse /proc/<pid>/numa_maps: N<node>=<pages> counts times kernelpagesize_kB
@@ -178,7 +191,8 @@ typedef struct {
  * marked "huge" (hugetlb: MAP_HUGETLB, a file on hugetlbfs, a memfd with
  * MFD_HUGETLB), and huge_per_node the same by node and page size; interleaved_bytes lines whose policy starts with
  * "interleave" or "weighted interleave"; balanced_bytes lines with the
- * "default" policy that are not "huge". Lines without pages are fine, an
+ * "default" policy that are not "huge"; shm the lines of shmem objects
+ * (NpNumaMapsShm; file= as numa_maps escapes it, a space as \040). Lines without pages are fine, an
  * empty buffer gives an empty result. 0 and *out overwritten, or -EINVAL
  * (out untouched) for a malformed line. Free with np_numa_maps_clear()
  * (idempotent). */

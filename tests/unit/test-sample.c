@@ -604,6 +604,54 @@ static void test_numa_maps_parse(void) {
         g_assert_cmpuint(np_numa_maps_node_bytes(NULL, 0), ==, 0);
 }
 
+/* The lines of shmem objects: address, page size, mapmax, pages by node;
+ * libraries, private and file mappings are not such lines. */
+static void test_numa_maps_shm(void) {
+        const char *buf =
+                "7f3b40000000 default file=/usr/lib/x86_64-linux-gnu/libc.so.6 mapped=39 mapmax=30 N0=39 "
+                "kernelpagesize_kB=4\n"
+                "7fac07600000 default file=/dev/zero\\040(deleted) dirty=25600 mapmax=5 active=0 N0=100 N2=25500 "
+                "kernelpagesize_kB=4\n"
+                "7fac10000000 default file=/SYSV0052e2c1\\040(deleted) huge dirty=4 N1=4 kernelpagesize_kB=2048\n"
+                "7fac20000000 default file=/memfd:guest\\040(deleted) N3=2 kernelpagesize_kB=4\n"
+                "7fac30000000 default file=/dev/shm/pool N1=1 kernelpagesize_kB=4\n"
+                "7fac40000000 default file=/dev/shm/empty\n"
+                "7fac50000000 default file=/dev/zero N1=9 kernelpagesize_kB=4\n"
+                "7fac60000000 default anon=10 N0=10 kernelpagesize_kB=4\n";
+        NpNumaMaps m = { 0 };
+        g_assert_cmpint(np_parse_numa_maps(buf, &m), ==, 0);
+        g_assert_nonnull(m.shm);
+        g_assert_cmpuint(m.shm->len, ==, 4);
+        const NpNumaMapsShm *z = &g_array_index(m.shm, NpNumaMapsShm, 0);
+        g_assert_cmphex(z->start, ==, 0x7fac07600000ull);
+        g_assert_cmpuint(z->page_bytes, ==, 4096);
+        g_assert_cmpuint(z->bytes, ==, 25600ull * 4096);
+        g_assert_cmpuint(z->mapmax, ==, 5);
+        g_assert_cmpuint(z->per_node->len, ==, 2);
+        g_assert_cmpuint(g_array_index(z->per_node, NpNodeBytes, 0).node, ==, 0);
+        g_assert_cmpuint(g_array_index(z->per_node, NpNodeBytes, 0).bytes, ==, 100ull * 4096);
+        g_assert_cmpuint(g_array_index(z->per_node, NpNodeBytes, 1).node, ==, 2);
+        const NpNumaMapsShm *sysv = &g_array_index(m.shm, NpNumaMapsShm, 1);
+        g_assert_cmpuint(sysv->page_bytes, ==, 2 * MIB);
+        g_assert_cmpuint(sysv->bytes, ==, 8 * MIB);
+        g_assert_cmpuint(sysv->mapmax, ==, 1);
+        g_assert_cmphex(g_array_index(m.shm, NpNumaMapsShm, 2).start, ==, 0x7fac20000000ull);
+        g_assert_cmphex(g_array_index(m.shm, NpNumaMapsShm, 3).start, ==, 0x7fac30000000ull);
+
+        NpNumaMaps c = { 0 };
+        np_numa_maps_copy(&m, &c);
+        np_numa_maps_clear(&m);
+        g_assert_nonnull(c.shm);
+        g_assert_cmpuint(c.shm->len, ==, 4);
+        g_assert_cmpuint(g_array_index(c.shm, NpNumaMapsShm, 0).per_node->len, ==, 2);
+        np_numa_maps_clear(&c);
+
+        /* an address too large for 64 bits */
+        g_assert_cmpint(np_parse_numa_maps("17fac076000000000 default N0=1\n", &m), ==, -EINVAL);
+        g_assert_cmpint(np_parse_numa_maps("7f00 default file=/dev/zero\\040(deleted) mapmax=x N0=1\n", &m), ==,
+                        -EINVAL);
+}
+
 static void test_numa_maps_truncated(void) {
         g_autofree char *buf = NULL;
         use_tree("4node");
@@ -826,6 +874,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/sample/pid-status", test_pid_status);
         g_test_add_func("/sample/numa-maps-fixture", test_numa_maps_fixture);
         g_test_add_func("/sample/numa-maps-parse", test_numa_maps_parse);
+        g_test_add_func("/sample/numa-maps-shm", test_numa_maps_shm);
         g_test_add_func("/sample/numa-maps-truncated", test_numa_maps_truncated);
         g_test_add_func("/sample/list-pids", test_list_pids);
         g_test_add_func("/sample/hugetlb-pools-4node", test_hugetlb_pools_4node);
