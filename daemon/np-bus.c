@@ -494,6 +494,7 @@ PROC_GETTER(proc_cgroup, return sd_bus_message_append(reply, "s", utf8_or(p->cgr
 PROC_GETTER(proc_decision, g_autofree char *text = np_process_decision_text(p);
             return sd_bus_message_append(reply, "s", utf8_or(text, ""));)
 PROC_GETTER(proc_unit, return sd_bus_message_append(reply, "s", utf8_or(p->unit ? p->unit : "", ""));)
+PROC_GETTER(proc_group, return sd_bus_message_append(reply, "s", utf8_or(p->group ? p->group : "", ""));)
 PROC_GETTER(proc_target, {
         g_autoptr(NpMask) empty = np_mask_new();
         return append_mask(reply, p->target ? p->target : empty);
@@ -523,6 +524,7 @@ static const sd_bus_vtable process_vtable[] = {
         SD_BUS_PROPERTY("LastPlacedTimestamp", "t", proc_placed, 0, EMITS),
         SD_BUS_PROPERTY("Cgroup", "s", proc_cgroup, 0, EMITS),
         SD_BUS_PROPERTY("Unit", "s", proc_unit, 0, EMITS),
+        SD_BUS_PROPERTY("Group", "s", proc_group, 0, EMITS),
         SD_BUS_PROPERTY("Decision", "s", proc_decision, 0, EMITS),
         SD_BUS_VTABLE_END,
 };
@@ -597,6 +599,7 @@ static const PropName process_props[] = {
         { NP_PROCESS_LAST_PLACED, "LastPlacedTimestamp" },
         { NP_PROCESS_CGROUP, "Cgroup" },
         { NP_PROCESS_UNIT, "Unit" },
+        { NP_PROCESS_GROUP, "Group" },
         { NP_PROCESS_DECISION, "Decision" },
 };
 

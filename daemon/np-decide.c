@@ -76,27 +76,187 @@ static bool advised_there(NpManager *m, const NpProcess *p) {
         return m->config->mode == NP_MODE_ADVISE && p->state == NP_PROC_ADVISED && p->target;
 }
 
-/* The candidates as the policy sees them; `names` keeps the strings they
- * point to (the Groups= cgroups). */
-static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *names) {
-        uint64_t now = np_now_usec(CLOCK_MONOTONIC);
-        /* "kind:name" -> group number */
-        g_autoptr(GHashTable) groups = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+/* The candidates' placement groups (np-group.h), formed anew every scan:
+ * the Groups= cgroups, the units the backend confines as one, the shared
+ * memory objects. Each candidate's shared lines, their objects known from
+ * its maps, are listed apart from its own pages, so a group counts each
+ * object once. What the members point to is kept in `keep`. */
+typedef struct {
+        GPtrArray *groups; /* NpGroup* */
+        GHashTable *of_pid; /* pid -> NpGroup* */
+        GPtrArray *keep; /* strings and arrays the members point to */
+} Groups;
+
+static void groups_clear(Groups *g) {
+        g_clear_pointer(&g->groups, g_ptr_array_unref);
+        g_clear_pointer(&g->of_pid, g_hash_table_unref);
+        g_clear_pointer(&g->keep, g_ptr_array_unref);
+}
+
+static NpSharedId shared_id_of(const NpShmap *map) {
+        return np_shared_id(map->dev_major, map->dev_minor, map->inode);
+}
+
+/* pages (NpNodeBytes) less sub's bytes, node by node, never below 0 */
+static void subtract_pages(GArray *pages, const GArray *sub) {
+        for (guint k = 0; sub && k < sub->len; k++) {
+                const NpNodeBytes *b = &g_array_index(sub, NpNodeBytes, k);
+                for (guint j = 0; j < pages->len; j++) {
+                        NpNodeBytes *x = &g_array_index(pages, NpNodeBytes, j);
+                        if (x->node == b->node)
+                                x->bytes = x->bytes > b->bytes ? x->bytes - b->bytes : 0;
+                }
+        }
+}
+
+/* pages (NpNodeBytes) plus add's bytes, node by node */
+static void add_pages(GArray *pages, const GArray *add) {
+        for (guint k = 0; add && k < add->len; k++) {
+                const NpNodeBytes *b = &g_array_index(add, NpNodeBytes, k);
+                guint j = 0;
+                while (j < pages->len && g_array_index(pages, NpNodeBytes, j).node != b->node)
+                        j++;
+                if (j < pages->len)
+                        g_array_index(pages, NpNodeBytes, j).bytes += b->bytes;
+                else
+                        g_array_append_val(pages, *b);
+        }
+}
+
+/* p's shared objects (those its maps names) into `shared` (NpGroupShared),
+ * and its pages outside them, a new array kept in `keep`. */
+static const GArray *split_shared(const NpProcess *p, GArray *shared, GPtrArray *keep, GPtrArray *names) {
+        const GArray *all = p->maps_error == 0 ? p->maps.per_node : NULL;
+        if (!all || !p->maps.shm)
+                return all;
+        GArray *own = g_array_copy((GArray *) all);
+        g_ptr_array_add(keep, own);
+        for (guint i = 0; i < p->maps.shm->len; i++) {
+                const NpNumaMapsShm *sh = &g_array_index(p->maps.shm, NpNumaMapsShm, i);
+                const NpShmap *map = np_process_shmap_of(p, sh);
+                if (!map)
+                        continue;
+                char *name = g_strdup_printf("%s:%" G_GUINT64_FORMAT, np_shmap_kind_name(map->kind), map->inode);
+                g_ptr_array_add(names, name);
+                NpGroupShared gs = { .id = shared_id_of(map), .name = name, .per_node = sh->per_node };
+                g_array_append_val(shared, gs);
+                subtract_pages(own, sh->per_node);
+        }
+        return own;
+}
+
+static void form_groups(NpManager *m, GPtrArray *cands, GPtrArray *names, Groups *out) {
+        out->keep = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref);
+        g_autofree NpGroupMember *mem = g_new0(NpGroupMember, MAX(cands->len, 1));
         for (guint i = 0; i < cands->len; i++) {
                 const NpProcess *p = cands->pdata[i];
                 NpGroupKind kind = NP_GROUP_PROCESS;
-                char *name = np_classify_group_of(m, p, &kind);
-                unsigned group = 0;
-                if (name) {
-                        g_ptr_array_add(names, name);
-                        char *key = g_strdup_printf("%s:%s", np_group_kind_to_string(kind), name);
-                        group = GPOINTER_TO_UINT(g_hash_table_lookup(groups, key));
-                        if (!group) {
-                                group = g_hash_table_size(groups) + 1;
-                                g_hash_table_insert(groups, key, GUINT_TO_POINTER(group));
-                        } else
-                                g_free(key);
+                char *g = np_classify_group_of(m, p, &kind);
+                if (g)
+                        g_ptr_array_add(names, g);
+                GArray *shared = g_array_new(FALSE, TRUE, sizeof(NpGroupShared));
+                g_ptr_array_add(out->keep, shared);
+                mem[i] = (NpGroupMember){
+                        .pid = p->pid,
+                        .cgroup = kind == NP_GROUP_CGROUP ? g : NULL,
+                        .unit = kind == NP_GROUP_UNIT ? g : NULL,
+                        .cpu = p->cpu_usage,
+                        .per_node = split_shared(p, shared, out->keep, names),
+                };
+                mem[i].shared = (const NpGroupShared *) (void *) shared->data;
+                mem[i].n_shared = shared->len;
+        }
+        NpGroupParams params = {
+                .globs = (const char *const *) m->config->groups,
+                .units = true,
+                .min_shared_bytes = NP_GROUP_MIN_SHARED_BYTES,
+        };
+        out->of_pid = g_hash_table_new(g_direct_hash, g_direct_equal);
+        if (np_groups_form(mem, cands->len, &params, &out->groups) < 0) {
+                /* cannot happen: the candidates' pids are distinct and > 0 */
+                out->groups = g_ptr_array_new_with_free_func((GDestroyNotify) np_group_free);
+                return;
+        }
+        for (guint i = 0; i < out->groups->len; i++) {
+                NpGroup *g = out->groups->pdata[i];
+                for (guint k = 0; k < g->members->len; k++)
+                        g_hash_table_insert(out->of_pid, GINT_TO_POINTER(g_array_index(g->members, NpGroupJoin, k).pid),
+                                            g);
+        }
+}
+
+/* Does p map object `id` (its maps names it)? */
+static const NpNumaMapsShm *maps_object(const NpProcess *p, const NpSharedId *id) {
+        for (guint i = 0; p->maps.shm && i < p->maps.shm->len; i++) {
+                const NpNumaMapsShm *sh = &g_array_index(p->maps.shm, NpNumaMapsShm, i);
+                const NpShmap *map = np_process_shmap_of(p, sh);
+                NpSharedId mid = map ? shared_id_of(map) : (NpSharedId){ 0 };
+                if (map && np_shared_id_equal(&mid, id))
+                        return sh;
+        }
+        return NULL;
+}
+
+/* The pages of p as its group counts them: its own, plus each object of
+ * the group it is the first member (by pid) to map, once; the objects it
+ * maps that another member carries are left out. *mem: their sum (hugetlb
+ * pages included, as in per_node). Without such objects, p's pages as they
+ * are and *mem untouched. */
+static const GArray *group_pages(NpManager *m, const NpProcess *p, const NpGroup *g, GPtrArray *keep, uint64_t *mem) {
+        const GArray *all = p->maps_error == 0 ? p->maps.per_node : NULL;
+        if (!all || !g || g->members->len < 2 || !g->objects->len)
+                return all;
+        GArray *pages = g_array_copy((GArray *) all);
+        g_ptr_array_add(keep, pages);
+        for (guint i = 0; i < g->objects->len; i++) {
+                const NpGroupObject *o = &g_array_index(g->objects, NpGroupObject, i);
+                const NpNumaMapsShm *mine = maps_object(p, &o->id);
+                if (!mine)
+                        continue;
+                /* the first member by pid that maps it carries it */
+                int carrier = 0;
+                for (guint k = 0; k < g->members->len && !carrier; k++) {
+                        int pid = g_array_index(g->members, NpGroupJoin, k).pid;
+                        const NpProcess *q = np_manager_process(m, pid);
+                        if (q && maps_object(q, &o->id))
+                                carrier = pid;
                 }
+                /* its own view of the object out; the group's in, at the carrier */
+                subtract_pages(pages, mine->per_node);
+                if (carrier == p->pid)
+                        add_pages(pages, o->per_node);
+        }
+        uint64_t sum = 0;
+        for (guint j = 0; j < pages->len; j++)
+                sum += g_array_index(pages, NpNodeBytes, j).bytes;
+        *mem = sum;
+        return pages;
+}
+
+/* The candidates as the policy sees them; `names` keeps the strings they
+ * point to (the Groups= cgroups), `groups` their groups. */
+static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *names, Groups *groups) {
+        uint64_t now = np_now_usec(CLOCK_MONOTONIC);
+        form_groups(m, cands, names, groups);
+        for (guint i = 0; i < cands->len; i++) {
+                const NpProcess *p = cands->pdata[i];
+                const NpGroup *g = g_hash_table_lookup(groups->of_pid, GINT_TO_POINTER(p->pid));
+                unsigned group = 0;
+                const char *group_name = NULL;
+                if (g && g->key.kind != NP_GROUP_PROCESS) {
+                        guint at = 0;
+                        g_ptr_array_find(groups->groups, g, &at);
+                        group = at + 1;
+                        if (g->key.kind == NP_GROUP_CGROUP)
+                                group_name = g->key.name;
+                        else if (g->key.kind == NP_GROUP_SHARED) {
+                                char *n = np_group_key_name(&g->key);
+                                g_ptr_array_add(names, n);
+                                group_name = n;
+                        }
+                }
+                uint64_t mem = np_process_memory_bytes(p);
+                const GArray *pages = group_pages(m, p, g, groups->keep, &mem);
                 NpPolicyHold hold = hold_of(m, p);
                 bool advised = hold == NP_HOLD_NONE && advised_there(m, p);
                 if (advised)
@@ -110,12 +270,12 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *
                         .cpu_estimated = !np_process_cpu_settled(p),
                         .growing = p->grew,
                         .threads = p->threads,
-                        .mem = np_process_memory_bytes(p),
+                        .mem = mem,
                         .interleaved = p->maps.interleaved_bytes,
                         .balanced = p->maps.balanced_bytes,
                         .locality_before = p->locality_prev,
                         .kernel_migrated = np_process_cpu_settled(p) ? 0 : p->kernel_migrated_bytes,
-                        .per_node = p->maps_error == 0 && p->maps.per_node ? p->maps.per_node : NULL,
+                        .per_node = pages,
                         .huge_per_node = p->maps_error == 0 ? p->maps.huge_per_node : NULL,
                         .running = p->running_nodes,
                         .cpu_per_node = p->cpu_per_node,
@@ -131,7 +291,7 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *
                         .hold = hold,
                         .cgroup = p->cgroup,
                         .group = group,
-                        .group_name = kind == NP_GROUP_CGROUP ? name : NULL,
+                        .group_name = group_name,
                 };
                 g_array_append_val(out, pp);
         }
@@ -204,6 +364,24 @@ static void carry_out(NpManager *m, NpProcess *p, const NpDecision *d, const cha
         }
 }
 
+/* p's group as the policy decided it: its name, and the shared objects of
+ * it that no process outside the group maps, which p's moves carry
+ * (np-placement.c). */
+static void note_group(NpProcess *p, const NpGroup *g) {
+        if (!g || g->key.kind == NP_GROUP_PROCESS) {
+                np_process_set_group(p, NULL, NULL);
+                return;
+        }
+        g_autofree char *name = np_group_key_name(&g->key);
+        g_autoptr(GArray) objects = g_array_new(FALSE, FALSE, sizeof(NpSharedId));
+        for (guint i = 0; i < g->objects->len; i++) {
+                const NpGroupObject *o = &g_array_index(g->objects, NpGroupObject, i);
+                if (!o->outside && maps_object(p, &o->id))
+                        g_array_append_val(objects, o->id);
+        }
+        np_process_set_group(p, name, objects);
+}
+
 /* States that only say what the policy saw last time. */
 static void settle_state(NpManager *m, NpProcess *p, NpPolicyHold hold, const NpDecision *d, const char *why) {
         if (np_process_held(p) || p->state == NP_PROC_EXCLUDED)
@@ -224,6 +402,7 @@ typedef struct {
         GPtrArray *cands;
         GArray *node_arr, *proc_arr;
         GPtrArray *names; /* what proc_arr's group names point to */
+        Groups groups; /* the candidates' placement groups, which proc_arr points into */
         const NpPolicyNode *nodes;
         const NpPolicyProcess *procs;
         guint n_nodes, n_procs;
@@ -237,7 +416,7 @@ static void snapshot(NpManager *m, Snapshot *s) {
         s->proc_arr = g_array_new(FALSE, FALSE, sizeof(NpPolicyProcess));
         build_nodes(m, s->node_arr);
         s->names = g_ptr_array_new_with_free_func(g_free);
-        build_procs(m, s->cands, s->proc_arr, s->names);
+        build_procs(m, s->cands, s->proc_arr, s->names, &s->groups);
         /* the room answers of Advise() hold, after the candidates */
         np_reservations_to_procs(m->reservations, s->proc_arr);
         params_of(m, &s->params);
@@ -252,6 +431,7 @@ static void snapshot_clear(Snapshot *s) {
         g_clear_pointer(&s->node_arr, g_array_unref);
         g_clear_pointer(&s->proc_arr, g_array_unref);
         g_clear_pointer(&s->names, g_ptr_array_unref);
+        groups_clear(&s->groups);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Snapshot, snapshot_clear)
 
@@ -295,6 +475,7 @@ void np_decide_run(NpManager *m) {
                 const NpDecision *d = decisions->pdata[i];
                 NpPolicyHold hold = s.procs[i].hold;
                 g_autofree char *why = np_reason_render(&d->reason);
+                note_group(p, g_hash_table_lookup(s.groups.of_pid, GINT_TO_POINTER(p->pid)));
                 settle_state(m, p, hold, d, why);
                 carry_out(m, p, d, why);
         }

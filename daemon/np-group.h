@@ -80,6 +80,15 @@ typedef struct {
         uint64_t inode;
 } NpSharedId;
 
+/* The id of the object a mapping on device major:minor, inode maps. */
+static inline NpSharedId np_shared_id(unsigned major, unsigned minor, uint64_t inode) {
+        return (NpSharedId){ .dev = ((uint64_t) major << 32) | minor, .inode = inode };
+}
+
+static inline bool np_shared_id_equal(const NpSharedId *a, const NpSharedId *b) {
+        return a->dev == b->dev && a->inode == b->inode;
+}
+
 /* One shared object as one process maps it. */
 typedef struct {
         NpSharedId id;

@@ -30,18 +30,20 @@ void np_metrics_free(NpMetrics *s) {
                 NpMetricsProcess *p = &g_array_index(s->processes, NpMetricsProcess, i);
                 g_free(p->comm);
                 g_free(p->nodes);
+                g_free(p->group);
         }
         g_array_unref(s->processes);
         g_array_unref(s->nodes);
         g_free(s);
 }
 
-void np_metrics_add_process(NpMetrics *s, int pid, const char *comm, const char *nodes, uint64_t memory_bytes,
-                            double locality) {
+void np_metrics_add_process(NpMetrics *s, int pid, const char *comm, const char *nodes, const char *group,
+                            uint64_t memory_bytes, double locality) {
         NpMetricsProcess p = {
                 .pid = pid,
                 .comm = g_strdup(comm ? comm : ""),
                 .nodes = g_strdup(nodes ? nodes : ""),
+                .group = g_strdup(group ? group : ""),
                 .memory_bytes = memory_bytes,
                 .locality = locality,
         };
@@ -104,7 +106,7 @@ NpMetrics *np_metrics_collect(NpManager *m, unsigned max_processes) {
                         continue;
                 }
                 g_autofree char *nodes = p->target ? np_mask_format(p->target) : g_strdup("");
-                np_metrics_add_process(s, p->pid, p->comm, nodes, np_process_scan_memory(p), p->locality);
+                np_metrics_add_process(s, p->pid, p->comm, nodes, p->group, np_process_scan_memory(p), p->locality);
         }
         g_array_sort(s->processes, by_pid);
 
@@ -239,11 +241,14 @@ char *np_metrics_format(const NpMetrics *s) {
                 const NpMetricsProcess *p = &g_array_index(s->processes, NpMetricsProcess, i);
                 g_autofree char *comm = np_metrics_escape_label(p->comm);
                 g_autofree char *nodes = np_metrics_escape_label(p->nodes);
-                g_ptr_array_add(labels, g_strdup_printf("{pid=\"%d\",comm=\"%s\",nodes=\"%s\"}", p->pid, comm, nodes));
+                g_autofree char *group = np_metrics_escape_label(p->group);
+                g_ptr_array_add(labels,
+                                g_strdup_printf("{pid=\"%d\",comm=\"%s\",nodes=\"%s\",group=\"%s\"}", p->pid, comm,
+                                                nodes, group));
         }
         family(o, "numaplaced_process_memory_bytes", "gauge",
                "Resident memory plus hugetlb pages of a significant or managed process (nodes: where it is "
-               "placed).");
+               "placed; group: its placement group).");
         for (guint i = 0; i < s->processes->len; i++)
                 sample_u64(o, "numaplaced_process_memory_bytes", labels->pdata[i],
                            g_array_index(s->processes, NpMetricsProcess, i).memory_bytes);

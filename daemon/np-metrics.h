@@ -27,6 +27,7 @@ typedef struct {
         int pid;
         char *comm; /* as the kernel has it: any bytes */
         char *nodes; /* target node list, "" when none */
+        char *group; /* its placement group (the Process's Group), "" when none */
         uint64_t memory_bytes; /* resident */
         double locality; /* 0..1 */
 } NpMetricsProcess;
@@ -58,9 +59,9 @@ NpMetrics *np_metrics_new(void);
 void np_metrics_free(NpMetrics *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpMetrics, np_metrics_free)
 
-/* Add a process (copies comm and nodes). */
-void np_metrics_add_process(NpMetrics *s, int pid, const char *comm, const char *nodes, uint64_t memory_bytes,
-                            double locality);
+/* Add a process (copies comm, nodes and group; NULL is ""). */
+void np_metrics_add_process(NpMetrics *s, int pid, const char *comm, const char *nodes, const char *group,
+                            uint64_t memory_bytes, double locality);
 
 /* The snapshot of the manager now: every significant or held process
  * counted by state; per-process series for at most max_processes of them,

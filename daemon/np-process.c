@@ -72,6 +72,11 @@ void np_process_free(NpProcess *p) {
         g_free(p->decision);
         g_free(p->note);
         np_numa_maps_clear(&p->maps);
+        if (p->shmaps)
+                g_array_unref(p->shmaps);
+        if (p->group_objects)
+                g_array_unref(p->group_objects);
+        g_free(p->group);
         g_free(p->cgroup);
         g_free(p->systemd_cgroup);
         g_free(p->unit);
@@ -390,6 +395,55 @@ static uint64_t realtime_usec(void) {
         return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
+void np_process_set_group(NpProcess *p, const char *group, const GArray *objects) {
+        if (group && !*group)
+                group = NULL;
+        if (g_strcmp0(p->group, group) != 0) {
+                g_free(p->group);
+                p->group = g_strdup(group);
+                mark(p, NP_PROCESS_GROUP);
+        }
+        g_clear_pointer(&p->group_objects, g_array_unref);
+        if (objects && objects->len)
+                p->group_objects = g_array_copy((GArray *) objects);
+}
+
+const NpShmap *np_process_shmap_of(const NpProcess *p, const NpNumaMapsShm *s) {
+        for (guint i = 0; p->shmaps && i < p->shmaps->len; i++) {
+                const NpShmap *m = &g_array_index(p->shmaps, NpShmap, i);
+                if (m->start == s->start)
+                        return m;
+        }
+        return NULL;
+}
+
+/* After a numa_maps read: maps again when a big shmem line is not known
+ * (a new mapping, or one at another address); the objects of the lines it
+ * knows do not change while the mapping stays. */
+static void refresh_shmaps(NpProcess *p) {
+        bool want = false;
+        for (guint i = 0; p->maps.shm && i < p->maps.shm->len && !want; i++) {
+                const NpNumaMapsShm *s = &g_array_index(p->maps.shm, NpNumaMapsShm, i);
+                want = s->bytes >= NP_SHM_MAPS_MIN_BYTES && !np_process_shmap_of(p, s);
+        }
+        if (!want) {
+                if (!p->maps.shm && p->shmaps)
+                        g_clear_pointer(&p->shmaps, g_array_unref);
+                return;
+        }
+        g_autoptr(GError) e = NULL;
+        GArray *got = NULL;
+        int r = np_read_shmaps(p->pid, &got, &e);
+        if (r < 0) {
+                log_debug("Cannot read /proc/%d/maps (%s): %s; its shared memory groups nothing", p->pid, p->comm,
+                          e ? e->message : g_strerror(-r));
+                return;
+        }
+        if (p->shmaps)
+                g_array_unref(p->shmaps);
+        p->shmaps = got;
+}
+
 void np_process_take_maps(NpProcess *p, NpNumaMaps *maps) {
         if (!maps->per_node)
                 return;
@@ -400,6 +454,7 @@ void np_process_take_maps(NpProcess *p, NpNumaMaps *maps) {
         p->maps = *maps;
         *maps = (NpNumaMaps){ 0 };
         p->maps_error = 0;
+        refresh_shmaps(p);
         if (np_process_memory_bytes(p) != mem_before)
                 mark(p, NP_PROCESS_MEMORY_BYTES);
         np_maps_age_read(&p->maps_age, np_process_scan_memory(p), p->cpu_ticks, realtime_usec());
@@ -495,6 +550,7 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsi
                                 mark(p, NP_PROCESS_MEMORY_PER_NODE);
                         np_numa_maps_clear(&p->maps);
                         p->maps = maps;
+                        refresh_shmaps(p);
                 }
                 if (np_process_memory_bytes(p) != mem_before)
                         mark(p, NP_PROCESS_MEMORY_BYTES);

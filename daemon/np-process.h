@@ -17,9 +17,11 @@
 #include <sys/types.h>
 
 #include "np-maps-refresh.h"
+#include "np-group.h"
 #include "np-nodemask.h"
 #include "np-proc-table.h"
 #include "np-sample.h"
+#include "np-shmaps.h"
 #include "np-topology.h"
 
 typedef enum {
@@ -49,7 +51,13 @@ typedef enum {
         NP_PROCESS_CGROUP = 1u << 8,
         NP_PROCESS_UNIT = 1u << 9,
         NP_PROCESS_DECISION = 1u << 10,
+        NP_PROCESS_GROUP = 1u << 11,
 } NpProcessProp;
+
+/* A shmem line of numa_maps this large has the process's maps read, to
+ * know which object it is (NP_GROUP_MIN_SHARED_BYTES: below it no object
+ * makes a group). */
+#define NP_SHM_MAPS_MIN_BYTES (64ull << 20)
 
 /* Resident memory that grew by more than this share between two stat
  * reads: the process is still touching its memory (a start). */
@@ -92,6 +100,9 @@ typedef struct {
         bool threads_from_stat; /* that read took the process's stat (one thread, or confined to one node): its
                                  * ticks include the threads that exited, a thread's do not */
         NpNumaMaps maps; /* where its pages are; empty until read */
+        GArray *shmaps; /* NpShmap (np-shmaps.h): its shmem mappings from /proc/PID/maps, which
+                         * say what object each of maps.shm is; read when maps.shm has a line
+                         * of NP_SHM_MAPS_MIN_BYTES or more it does not list; NULL = none */
         int maps_error; /* 0, or why numa_maps could not be read (-EACCES...) */
         NpMapsAge maps_age; /* when numa_maps was read (LocalityTimestamp), np-maps-refresh.h */
         NpDetailsAge details_age; /* when status, threads and cgroup were read, np-maps-refresh.h */
@@ -117,6 +128,11 @@ typedef struct {
         unsigned failed_moves; /* its last moves in a row that failed on pages (the policy's back-off) */
         NpMask *moving_to; /* a move of it is queued or running to these nodes */
         bool finish_deferred; /* placed, but its unit's memory nodes wait for a sibling's move (np-placement.c) */
+        char *group; /* the placement group the policy last decided it in (np_group_key_name()),
+                      * NULL = none (a process of its own) */
+        GArray *group_objects; /* NpSharedId: the shared memory of its group that only the group
+                                * maps, which its moves carry whatever MoveSharedPages= says;
+                                * NULL = none */
         char *decision; /* the policy's last word on it ("" = none yet) */
         char *note; /* what the daemon did to it outside the policy (its CPUs went offline),
                      * leading the Decision until its next placement; "" = none */
@@ -166,6 +182,10 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsi
  * out of *maps, which is left empty). */
 void np_process_take_maps(NpProcess *p, NpNumaMaps *maps);
 
+/* The shmem mapping of p's maps.shm entry `s` (by its start address), or
+ * NULL when maps did not list it (not shared, or not read yet). */
+const NpShmap *np_process_shmap_of(const NpProcess *p, const NpNumaMapsShm *s);
+
 /* Read only /proc/PID/cgroup (Cgroup and Unit), with the changed bits;
  * through tab's kept descriptor when it has one (tab may be NULL). */
 void np_process_read_cgroup(NpProcess *p, NpProcTable *tab);
@@ -185,6 +205,11 @@ void np_process_set_state(NpProcess *p, NpProcState state, const NpMask *target,
 /* Set the values every scan reads and the changed bits. */
 void np_process_set_sample(NpProcess *p, const char *comm, double cpu_usage, uint64_t rss_bytes, uint64_t hugetlb_bytes,
                            unsigned threads);
+
+/* Set the placement group it was last decided in (NULL or "": a process of
+ * its own) and the shared objects its moves carry (NpSharedId, copied; NULL
+ * = none), with the changed bit of Group. */
+void np_process_set_group(NpProcess *p, const char *group, const GArray *objects);
 
 /* Set the policy's decision text and the changed bit. */
 void np_process_set_decision(NpProcess *p, const char *why);

@@ -725,6 +725,106 @@ static void test_cgroup_group(Fixture *f, gconstpointer data) {
         g_assert_false(g_str_has_prefix(b->decision, "with the"));
 }
 
+/* Copy process 4242 of the fixture as `pid` (its stat names the new pid). */
+static void clone_bigdb(Fixture *f, int pid) {
+        g_autofree char *src = fixture_path(f, "proc/4242");
+        g_autofree char *rel = g_strdup_printf("proc/%d", pid);
+        g_autofree char *dst = fixture_path(f, rel);
+        g_assert_cmpint(g_mkdir(dst, 0755), ==, 0);
+        copy_tree(src, dst);
+        g_autofree char *stat_rel = g_strdup_printf("proc/%d/stat", pid);
+        g_autofree char *stat_path = fixture_path(f, stat_rel);
+        g_autofree char *stat = NULL;
+        g_assert_true(g_file_get_contents(stat_path, &stat, NULL, NULL));
+        g_assert_true(g_str_has_prefix(stat, "4242 "));
+        g_autofree char *edited = g_strdup_printf("%d%s", pid, stat + 4);
+        g_assert_true(g_file_set_contents(stat_path, edited, -1, NULL));
+}
+
+/* A shared mapping of `mb` MB (shmem inode `inode`, all on node 1) added to
+ * pid's numa_maps and maps. */
+static void add_shared_mapping(Fixture *f, int pid, const char *what, uint64_t inode, unsigned mb) {
+        g_autofree char *rel = g_strdup_printf("proc/%d/numa_maps", pid);
+        g_autofree char *path = fixture_path(f, rel);
+        g_autofree char *text = NULL;
+        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+        g_autofree char *escaped = g_strjoinv("\\040", g_strsplit(what, " ", -1));
+        g_autofree char *more = g_strdup_printf("%s7f5000000000 default file=%s dirty=%u mapmax=2 N1=%u "
+                                                "kernelpagesize_kB=4\n",
+                                                text, escaped, mb * 256, mb * 256);
+        g_assert_true(g_file_set_contents(path, more, -1, NULL));
+        g_autofree char *maps_rel = g_strdup_printf("proc/%d/maps", pid);
+        g_autofree char *maps = g_strdup_printf("555555554000-555555654000 r-xp 00000000 fe:01 1234 /usr/sbin/bigdb\n"
+                                                "7f5000000000-%llx rw-s 00000000 00:01 %" G_GUINT64_FORMAT " %s\n"
+                                                "7f3b40000000-7f3b40200000 r-xp 00000000 fe:01 99 "
+                                                "/usr/lib/x86_64-linux-gnu/libc.so.6\n",
+                                                0x7f5000000000ull + ((unsigned long long) mb << 20), inode, what);
+        set_file(f, maps_rel, maps);
+}
+
+/* Two processes mapping one shared anonymous object are one group: one
+ * target, the Decision names the group, the object is theirs alone (their
+ * moves carry it); one mapping too little of it stays on its own. */
+static void test_shared_group(Fixture *f, gconstpointer data) {
+        f->m->config->mode = NP_MODE_ADVISE;
+        g_strfreev(f->m->config->groups);
+        f->m->config->groups = g_new0(char *, 1);
+        clone_bigdb(f, 4343);
+        add_shared_mapping(f, 4242, "/dev/zero (deleted)", 4711, 128);
+        add_shared_mapping(f, 4343, "/dev/zero (deleted)", 4711, 128);
+        unsigned utime = 200000;
+        for (int i = 0; i < 3; i++) {
+                utime += one_cpu_ticks();
+                set_stat_field_of(f, 4242, 14, utime);
+                set_stat_field_of(f, 4343, 14, utime);
+                scan_and_decide(f);
+        }
+        NpProcess *a = np_manager_process(f->m, 4242), *b = np_manager_process(f->m, 4343);
+        g_assert_nonnull(a);
+        g_assert_nonnull(b);
+        g_assert_true(a->significant && b->significant);
+        g_assert_nonnull(a->maps.shm);
+        g_assert_cmpuint(a->maps.shm->len, ==, 1);
+        g_assert_nonnull(a->shmaps);
+        g_test_message("decision: %s", a->decision);
+        g_assert_true(g_str_has_prefix(a->decision, "with the 2 processes of its group shm:4711: "));
+        g_assert_cmpstr(a->decision, ==, b->decision);
+        g_assert_true(a->target && b->target && np_mask_equal(a->target, b->target));
+        g_assert_cmpstr(a->group, ==, "shm:4711");
+        g_assert_nonnull(a->group_objects);
+        g_assert_cmpuint(a->group_objects->len, ==, 1);
+        g_assert_cmpuint(g_array_index(a->group_objects, NpSharedId, 0).inode, ==, 4711);
+        g_assert_nonnull(b->group_objects);
+}
+
+/* 16 MB of one shared object (below NP_GROUP_MIN_SHARED_BYTES) groups
+ * nothing, and neither do the libraries both map. */
+static void test_shared_small(Fixture *f, gconstpointer data) {
+        f->m->config->mode = NP_MODE_ADVISE;
+        g_strfreev(f->m->config->groups);
+        f->m->config->groups = g_new0(char *, 1);
+        clone_bigdb(f, 4343);
+        add_shared_mapping(f, 4242, "/SYSV0052e2c1 (deleted)", 99, 16);
+        add_shared_mapping(f, 4343, "/SYSV0052e2c1 (deleted)", 99, 16);
+        unsigned utime = 200000;
+        for (int i = 0; i < 3; i++) {
+                utime += one_cpu_ticks();
+                set_stat_field_of(f, 4242, 14, utime);
+                set_stat_field_of(f, 4343, 14, utime);
+                scan_and_decide(f);
+        }
+        NpProcess *a = np_manager_process(f->m, 4242), *b = np_manager_process(f->m, 4343);
+        g_assert_nonnull(a);
+        g_assert_nonnull(b);
+        g_assert_nonnull(a->maps.shm);
+        g_assert_null(a->shmaps); /* too small to look up */
+        g_test_message("decision: %s", a->decision);
+        g_assert_false(g_str_has_prefix(a->decision, "with the"));
+        g_assert_false(g_str_has_prefix(b->decision, "with the"));
+        g_assert_null(a->group);
+        g_assert_null(a->group_objects);
+}
+
 static void test_advice_reserves(Fixture *f, gconstpointer data) {
         g_autoptr(GError) e = NULL;
         g_assert_cmpint(np_scan_run(f->m), ==, 0);
@@ -895,6 +995,8 @@ int main(int argc, char **argv) {
         ADD("/manager/peek", "4node", test_peek);
         ADD("/manager/advice-reserves", "4node", test_advice_reserves);
         ADD("/manager/cgroup-group", "4node", test_cgroup_group);
+        ADD("/manager/shared-group", "4node", test_shared_group);
+        ADD("/manager/shared-small", "4node", test_shared_small);
 #undef ADD
         return g_test_run();
 }

@@ -19,8 +19,8 @@ static NpMetrics *sample_metrics(void) {
         NpMetricsNode n0 = { 0, 1.25, 4, 8ull << 30, 3ull << 30 }, n3 = { 3, 0, 2, 4ull << 30, 1ull << 30 };
         g_array_append_val(s->nodes, n0);
         g_array_append_val(s->nodes, n3);
-        np_metrics_add_process(s, 4242, "a) (b \"c\\", "0-1", 320ull << 20, 0.5);
-        np_metrics_add_process(s, 7, "new\nline", "", 1000, 1);
+        np_metrics_add_process(s, 4242, "a) (b \"c\\", "0-1", "/machine.slice/libpod-1.scope", 320ull << 20, 0.5);
+        np_metrics_add_process(s, 7, "new\nline", "", NULL, 1000, 1);
         s->processes_by_state[NP_PROC_PLACED] = 1;
         s->processes_by_state[NP_PROC_OBSERVED] = 1;
         s->migrated_bytes = 123456789;
@@ -112,11 +112,11 @@ static void test_families(void) {
 static void test_escaping(void) {
         g_autoptr(NpMetrics) s = sample_metrics();
         g_autofree char *text = np_metrics_format(s);
+        g_assert_nonnull(strstr(text,
+                                "\nnumaplaced_process_memory_bytes{pid=\"4242\",comm=\"a) (b "
+                                "\\\"c\\\\\",nodes=\"0-1\",group=\"/machine.slice/libpod-1.scope\"} 335544320\n"));
         g_assert_nonnull(strstr(
-                text,
-                "\nnumaplaced_process_memory_bytes{pid=\"4242\",comm=\"a) (b \\\"c\\\\\",nodes=\"0-1\"} 335544320\n"));
-        g_assert_nonnull(
-                strstr(text, "\nnumaplaced_process_locality_ratio{pid=\"7\",comm=\"new\\nline\",nodes=\"\"} 1\n"));
+                text, "\nnumaplaced_process_locality_ratio{pid=\"7\",comm=\"new\\nline\",nodes=\"\",group=\"\"} 1\n"));
 
         g_autofree char *e = np_metrics_escape_label("x\xff\xfey");
         g_assert_true(g_utf8_validate(e, -1, NULL));
