@@ -4,7 +4,9 @@
  * accounting from numa_maps, optional pacing to [Migration] MaxRate=.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <linux/capability.h>
+#include <linux/mempolicy.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -267,11 +269,91 @@ static bool retry_wanted(const GArray *plan, guint i, const bool *full, const ui
 }
 
 int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, const gint *cancel, NpMigrateResult *r) {
-        return np_migrate_execute_from(pid, plan, NULL, max_rate, cancel, r);
+        return np_migrate_execute_from(pid, plan, NULL, NULL, max_rate, cancel, r);
 }
 
-int np_migrate_execute_from(pid_t pid, const GArray *plan, const NpNumaMaps *before, uint64_t max_rate,
-                            const gint *cancel, NpMigrateResult *r) {
+int np_migrate_plan_dest(const GArray *plan, unsigned node) {
+        unsigned cur = node;
+        for (guint i = 0; plan && i < plan->len; i++) {
+                const NpMovePair *p = &g_array_index(plan, NpMovePair, i);
+                if (p->src == cur)
+                        cur = p->dst;
+        }
+        return cur == node ? -1 : (int) cur;
+}
+
+/* One batch of a shared range: look the pages up, move those on a source.
+ * Returns 0, or a negative errno from move_pages(2). */
+static long move_batch(pid_t pid, const GArray *plan, void **pages, unsigned n, uint64_t page_bytes, uint64_t *moved,
+                       uint64_t *failed) {
+        g_autofree int *status = g_new(int, n);
+        g_autofree int *nodes = g_new(int, n);
+        g_autofree void **which = g_new(void *, n);
+        if (syscall(SYS_move_pages, (long) pid, (unsigned long) n, pages, NULL, status, 0) < 0)
+                return -errno;
+        unsigned k = 0;
+        for (unsigned i = 0; i < n; i++) {
+                int dst = status[i] >= 0 ? np_migrate_plan_dest(plan, (unsigned) status[i]) : -1;
+                if (dst < 0)
+                        continue;
+                which[k] = pages[i];
+                nodes[k++] = dst;
+        }
+        if (!k)
+                return 0;
+        if (syscall(SYS_move_pages, (long) pid, (unsigned long) k, which, nodes, status, MPOL_MF_MOVE_ALL) < 0 &&
+            errno != ENOENT)
+                return -errno;
+        for (unsigned i = 0; i < k; i++) {
+                if (status[i] == nodes[i])
+                        *moved += page_bytes;
+                else if (status[i] != -ENOENT && status[i] != -EFAULT)
+                        *failed += page_bytes;
+        }
+        return 0;
+}
+
+/* The shared ranges after the pairs (see np_migrate_execute_from()). */
+static void move_ranges(pid_t pid, const GArray *plan, const GArray *shared, const gint *cancel, NpMigrateResult *r) {
+        int had = np_thread_has_effective_cap(CAP_SYS_NICE);
+        if (had == 0)
+                np_thread_set_effective_cap(CAP_SYS_NICE, true);
+        uint64_t moved = 0, failed = 0, base = (uint64_t) sysconf(_SC_PAGESIZE);
+        g_autofree void **pages = g_new(void *, NP_MIGRATE_RANGE_BATCH);
+        for (guint i = 0; i < shared->len && r->error == 0; i++) {
+                const NpMigrateRange *rg = &g_array_index(shared, NpMigrateRange, i);
+                uint64_t step = rg->page_bytes ? rg->page_bytes : base;
+                for (uint64_t a = rg->start; a < rg->end && r->error == 0;) {
+                        if (cancelled(cancel)) {
+                                r->error = -ECANCELED;
+                                break;
+                        }
+                        unsigned n = 0;
+                        for (; n < NP_MIGRATE_RANGE_BATCH && a < rg->end; n++, a += step)
+                                pages[n] = (void *) (uintptr_t) a;
+                        long e = move_batch(pid, plan, pages, n, step, &moved, &failed);
+                        r->calls += 2;
+                        if (e == -ESRCH) {
+                                r->error = -ESRCH;
+                        } else if (e < 0) {
+                                log_warning("pid %d: cannot move its group's shared memory at %" PRIx64 "-%" PRIx64
+                                            ": %s; it stays where it is",
+                                            (int) pid, rg->start, rg->end, g_strerror((int) -e));
+                                break;
+                        }
+                }
+        }
+        if (had == 0)
+                np_thread_set_effective_cap(CAP_SYS_NICE, false);
+        r->failed_bytes += failed;
+        if (moved || failed)
+                log_debug("pid %d: %" G_GUINT64_FORMAT " bytes of its group's shared memory moved, %" G_GUINT64_FORMAT
+                          " could not move",
+                          (int) pid, moved, failed);
+}
+
+int np_migrate_execute_from(pid_t pid, const GArray *plan, const GArray *shared, const NpNumaMaps *before,
+                            uint64_t max_rate, const gint *cancel, NpMigrateResult *r) {
         g_return_val_if_fail(r, -EINVAL);
 
         memset(r, 0, sizeof(*r));
@@ -369,6 +451,8 @@ int np_migrate_execute_from(pid_t pid, const GArray *plan, const NpNumaMaps *bef
                 }
         }
         state_clear(&st);
+        if (shared && shared->len && r->error == 0)
+                move_ranges(pid, plan, shared, cancel, r);
 
         k = read_maps(pid, &r->after);
         bool gone = k == -ESRCH || r->error == -ESRCH;

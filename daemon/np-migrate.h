@@ -84,11 +84,35 @@ void np_migrate_result_clear(NpMigrateResult *r);
  */
 int np_migrate_execute(pid_t pid, const GArray *plan, uint64_t max_rate, const gint *cancel, NpMigrateResult *r);
 #define NP_MIGRATE_RETRY_USEC (100 * 1000)
+
+/* A range of a process's address space whose pages other processes map too
+ * (its group's shared memory), moved whatever their map count. */
+typedef struct {
+        uint64_t start, end; /* end exclusive */
+        uint64_t page_bytes; /* the mapping's page size (a hugetlb mapping's huge pages) */
+} NpMigrateRange;
+
 /* The same, with the process's numa_maps as read just before by the caller
  * (copied into r->before) instead of reading it again; NULL reads it. A
- * process that is gone is then found by the first migrate_pages() call. */
-int np_migrate_execute_from(pid_t pid, const GArray *plan, const NpNumaMaps *before, uint64_t max_rate,
-                            const gint *cancel, NpMigrateResult *r);
+ * process that is gone is then found by the first migrate_pages() call.
+ *
+ * `shared` (NpMigrateRange, may be NULL): after the pairs, the pages of
+ * these ranges that lie on a pair's source go where the plan takes that
+ * node (its chain of pairs followed), with move_pages(2) and
+ * MPOL_MF_MOVE_ALL, so pages other processes map too move as well: in
+ * batches of NP_MIGRATE_RANGE_BATCH pages, each looked up first so that a
+ * page already on its node is not touched. CAP_SYS_NICE is raised in the
+ * calling thread's effective set for those calls and its former state put
+ * back. Their pages that did not move count in failed_bytes; pages not
+ * present are skipped. A range that fails with EPERM (no CAP_SYS_NICE) is
+ * logged once and skipped. Cancelling is checked between batches. */
+int np_migrate_execute_from(pid_t pid, const GArray *plan, const GArray *shared, const NpNumaMaps *before,
+                            uint64_t max_rate, const gint *cancel, NpMigrateResult *r);
+#define NP_MIGRATE_RANGE_BATCH 4096u
+
+/* Where the plan takes a page on `node` (pure): its pairs followed in order
+ * from that node; -1 when no pair moves it. */
+int np_migrate_plan_dest(const GArray *plan, unsigned node);
 
 /*
  * moved_bytes, from numa_maps truth, chain-aware (pure). The first n_done

@@ -47,6 +47,8 @@ void np_move_free(NpMove *mv) {
                 return;
         if (mv->plan)
                 g_array_unref(mv->plan);
+        if (mv->shared)
+                g_array_unref(mv->shared);
         np_migrate_result_clear(&mv->result);
         np_numa_maps_clear(&mv->before);
         np_mask_free(mv->cpus);
@@ -101,8 +103,8 @@ static gpointer worker(gpointer data) {
 
         exclusive_pages_only(mv);
         run_near(mv);
-        mv->r = np_migrate_execute_from(mv->pid, mv->plan, mv->have_before ? &mv->before : NULL, mv->max_rate,
-                                        &m->cancel, &mv->result);
+        mv->r = np_migrate_execute_from(mv->pid, mv->plan, mv->shared, mv->have_before ? &mv->before : NULL,
+                                        mv->max_rate, &m->cancel, &mv->result);
         /* a new thread per move: its CPU time is this move's */
         mv->cpu_usec = np_cpu_usec(RUSAGE_THREAD);
         /* Wake the main loop. An eventfd counter write of 1 cannot block. */

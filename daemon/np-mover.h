@@ -40,7 +40,11 @@
  * such page costs a TLB shootdown on every CPU where one of those runs. The
  * kernel lets a caller
  * without CAP_SYS_NICE move pages only to nodes the target's cpuset allows;
- * the daemon confines first, so the plan's nodes are allowed.
+ * the daemon confines first, so the plan's nodes are allowed. The ranges of
+ * mv->shared, a placement group's own shared memory, are the exception:
+ * after the plan they move with move_pages(2) and MPOL_MF_MOVE_ALL, with
+ * CAP_SYS_NICE raised for those calls (np_migrate_execute_from()), since
+ * every process that maps them goes to the same nodes.
  *
  * The worker touches nothing but the NpMove it was given (handed over at
  * start, handed back at done) and its cancel flag. Every move submitted gets
@@ -63,6 +67,10 @@ typedef struct NpMove {
         /* MoveSharedPages=: also move pages other processes map too (set by
          * prepare(); false: the worker drops CAP_SYS_NICE first, below) */
         bool move_shared;
+        /* NpMigrateRange: its group's shared memory that only the group
+         * maps, moved once with the process whatever move_shared says (set
+         * by prepare(); NULL = none; owned) */
+        GArray *shared;
         /* numa_maps as prepare() read it, when it did (the worker then does
          * not read it again before the plan); owned */
         NpNumaMaps before;

@@ -69,6 +69,30 @@ NpMask *np_placement_cpus_for(NpManager *m, const NpMask *nodes) {
         return cpus;
 }
 
+/* The address ranges of p's mappings of its group's own shared memory
+ * (p->group_objects, np-decide.c): NpMigrateRange, or NULL when none. */
+static GArray *group_ranges(const NpProcess *p) {
+        GArray *out = NULL;
+        for (guint i = 0; p->group_objects && p->maps.shm && i < p->maps.shm->len; i++) {
+                const NpNumaMapsShm *sh = &g_array_index(p->maps.shm, NpNumaMapsShm, i);
+                const NpShmap *map = np_process_shmap_of(p, sh);
+                if (!map)
+                        continue;
+                for (guint k = 0; k < p->group_objects->len; k++) {
+                        const NpSharedId *id = &g_array_index(p->group_objects, NpSharedId, k);
+                        NpSharedId mid = np_shared_id(map->dev_major, map->dev_minor, map->inode);
+                        if (!np_shared_id_equal(id, &mid))
+                                continue;
+                        if (!out)
+                                out = g_array_new(FALSE, FALSE, sizeof(NpMigrateRange));
+                        NpMigrateRange rg = { .start = map->start, .end = map->end, .page_bytes = sh->page_bytes };
+                        g_array_append_val(out, rg);
+                        break;
+                }
+        }
+        return out;
+}
+
 /* ---- prepare: on the main loop, when the move reaches the worker -------- */
 
 static int prepare(NpMove *mv, void *userdata) {
@@ -110,6 +134,8 @@ static int prepare(NpMove *mv, void *userdata) {
         mv->plan = np_plan_migration_present(q->from, q->nodes, m->config->skip_overlapping_nodes, present);
         mv->max_rate = m->config->max_rate;
         mv->move_shared = m->config->move_shared_pages;
+        if (!mv->move_shared)
+                mv->shared = group_ranges(p);
 
         g_autoptr(NpMask) cpus = np_placement_cpus_for(m, q->nodes);
         int r = np_backend_confine(m->backend, q->pid, q->starttime, q->nodes, cpus, &e);

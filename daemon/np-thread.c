@@ -74,13 +74,24 @@ int np_thread_has_effective_cap(int cap) {
 }
 
 int np_thread_drop_effective_cap(int cap) {
+        return np_thread_set_effective_cap(cap, false);
+}
+
+int np_thread_set_effective_cap(int cap, bool on) {
         struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
         struct __user_cap_data_struct data[2] = { 0 };
         int r = caps_get(cap, data);
 
-        if (r <= 0)
+        if (r < 0)
                 return r;
-        data[cap / 32].effective &= ~(1u << (cap % 32));
+        if (r == (int) on)
+                return 0;
+        if (on && !(data[cap / 32].permitted & (1u << (cap % 32))))
+                return -EPERM;
+        if (on)
+                data[cap / 32].effective |= 1u << (cap % 32);
+        else
+                data[cap / 32].effective &= ~(1u << (cap % 32));
         /* the raw system call: glibc has no wrapper that would apply it to
          * every thread, and this must apply to the caller alone */
         if (syscall(SYS_capset, &hdr, data) < 0)

@@ -8,6 +8,7 @@
  * calling thread or of the whole daemon. And dropping a capability from
  * the calling thread's effective set.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -30,5 +31,9 @@ uint64_t np_cpu_usec(int who);
  * the daemon's other threads keep theirs. It stays permitted, so the thread
  * could raise it again. 0 (also when it was not effective) or -errno. */
 int np_thread_drop_effective_cap(int cap);
+/* Raise (on) or clear `cap` in the calling thread's effective set, the
+ * same way: 0 (also when it already was so), -EPERM when raising a
+ * capability the thread is not permitted, or -errno. */
+int np_thread_set_effective_cap(int cap, bool on);
 /* Whether `cap` is in the calling thread's effective set: 1, 0 or -errno. */
 int np_thread_has_effective_cap(int cap);

@@ -56,6 +56,7 @@ struct opts {
         bool verify;
         size_t share_mb; /* --share-mb (0 = none) */
         bool share_busy; /* --share-busy */
+        unsigned share_children; /* --share-children (1) */
         bool hugetlb; /* --hugetlb */
         const char *hugetlb_file; /* --hugetlb-file */
 };
@@ -107,6 +108,8 @@ static void usage(FILE *f) {
                 "  --share-mb N            also N MB of shared memory (MAP_SHARED, same policy),\n"
                 "                          mapped by a child that sleeps until this ends;\n"
                 "                          prints 'CHILD pid=C'\n"
+                "  --share-children N      N children map the shared memory (1); each prints\n"
+                "                          its CHILD line\n"
                 "  --share-busy            the child sweeps the shared memory as the workers sweep\n"
                 "                          theirs (--duty), and so does this process (the\n"
                 "                          shape of autonuma-benchmark's numa01: two busy\n"
@@ -474,40 +477,47 @@ static void share_with_child(const struct opts *o) {
         if (pipe(p) != 0)
                 die_errno("pipe");
         pid_t parent = getpid();
-        pid_t child = fork();
-        if (child < 0)
-                die_errno("fork");
-        if (child == 0) {
-                volatile char sum = 0;
-                close(p[0]);
-                if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
-                        _exit(1);
-                /* the private memory is the parent's alone again */
-                for (size_t i = 0; i < n_chunks; i++)
-                        munmap(chunks[i].addr, chunks[i].len);
-                for (size_t off = 0; off < sh.len; off += (size_t) page_size)
-                        sum += sh.addr[off];
-                (void) sum;
-                if (write(p[1], "r", 1) != 1)
-                        _exit(1);
-                if (o->share_busy) {
-                        /* the shared memory is its only chunk: a worker of its own */
-                        chunks[0] = sh;
-                        n_chunks = 1;
-                        struct worker w = { .index = 0, .nworkers = 1, .node = -1, .sweep = true, .duty = o->duty };
-                        worker_main(&w);
-                        _exit(0);
+        for (unsigned n = 0; n < o->share_children; n++) {
+                pid_t child = fork();
+                if (child < 0)
+                        die_errno("fork");
+                if (child == 0) {
+                        volatile char sum = 0;
+                        close(p[0]);
+                        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+                                _exit(1);
+                        /* the private memory is the parent's alone again */
+                        for (size_t i = 0; i < n_chunks; i++)
+                                munmap(chunks[i].addr, chunks[i].len);
+                        for (size_t off = 0; off < sh.len; off += (size_t) page_size)
+                                sum += sh.addr[off];
+                        (void) sum;
+                        if (write(p[1], "r", 1) != 1)
+                                _exit(1);
+                        if (o->share_busy) {
+                                /* the shared memory is its only chunk: a worker of its own */
+                                chunks[0] = sh;
+                                n_chunks = 1;
+                                struct worker w = { .index = 0,
+                                                    .nworkers = 1,
+                                                    .node = -1,
+                                                    .sweep = true,
+                                                    .duty = o->duty };
+                                worker_main(&w);
+                                _exit(0);
+                        }
+                        for (;;)
+                                pause();
                 }
-                for (;;)
-                        pause();
+                printf("CHILD pid=%ld\n", (long) child);
         }
         close(p[1]);
-        if (read(p[0], &c, 1) != 1) {
-                fprintf(stderr, "np-workload: the --share-mb child did not map the shared memory\n");
-                exit(1);
-        }
+        for (unsigned n = 0; n < o->share_children; n++)
+                if (read(p[0], &c, 1) != 1) {
+                        fprintf(stderr, "np-workload: a --share-mb child did not map the shared memory\n");
+                        exit(1);
+                }
         close(p[0]);
-        printf("CHILD pid=%ld\n", (long) child);
         if (o->share_busy) { /* this process's workers sweep it too */
                 struct chunk *more = realloc(chunks, (n_chunks + 1) * sizeof(*chunks));
                 if (!more)
@@ -542,6 +552,7 @@ int main(int argc, char **argv) {
                 OPT_VERIFY,
                 OPT_SHARE_MB,
                 OPT_SHARE_BUSY,
+                OPT_SHARE_CHILDREN,
                 OPT_HUGETLB,
                 OPT_HUGETLB_FILE,
         };
@@ -569,12 +580,18 @@ int main(int argc, char **argv) {
                 { "verify", no_argument, NULL, OPT_VERIFY },
                 { "share-mb", required_argument, NULL, OPT_SHARE_MB },
                 { "share-busy", no_argument, NULL, OPT_SHARE_BUSY },
+                { "share-children", required_argument, NULL, OPT_SHARE_CHILDREN },
                 { "hugetlb", no_argument, NULL, OPT_HUGETLB },
                 { "hugetlb-file", required_argument, NULL, OPT_HUGETLB_FILE },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        struct opts o = { .policy = POL_DEFAULT, .mb = 64, .mb_per_node = 32, .threads = 1, .duty = 100 };
+        struct opts o = { .policy = POL_DEFAULT,
+                          .mb = 64,
+                          .mb_per_node = 32,
+                          .threads = 1,
+                          .duty = 100,
+                          .share_children = 1 };
         int c;
 
         if (numa_available() < 0) {
@@ -672,6 +689,13 @@ int main(int argc, char **argv) {
                 case OPT_SHARE_MB:
                         o.share_mb = parse_size(optarg, "--share-mb");
                         break;
+                case OPT_SHARE_CHILDREN: {
+                        size_t n = parse_size(optarg, "--share-children");
+                        if (n > 64)
+                                die_usage("%s: at most 64", "--share-children");
+                        o.share_children = (unsigned) n;
+                        break;
+                }
                 case OPT_VERIFY:
                         o.verify = true;
                         break;

@@ -253,7 +253,7 @@ static void test_execute_from(void) {
         b.total_bytes += 4096; /* marks the copy as the caller's */
         g_autoptr(GArray) empty = g_array_new(FALSE, FALSE, sizeof(NpMovePair));
         NpMigrateResult r;
-        int k = np_migrate_execute_from(child, empty, &b, 0, NULL, &r);
+        int k = np_migrate_execute_from(child, empty, NULL, &b, 0, NULL, &r);
         reap_child(child);
         g_assert_cmpint(k, ==, 0);
         g_assert_cmpuint(r.before.total_bytes, ==, b.total_bytes);
@@ -263,7 +263,7 @@ static void test_execute_from(void) {
         np_migrate_result_clear(&r);
 
         g_autoptr(GArray) plan = plan_of(0, 0);
-        k = np_migrate_execute_from(G_MAXINT32 - 1, plan, &b, 0, NULL, &r);
+        k = np_migrate_execute_from(G_MAXINT32 - 1, plan, NULL, &b, 0, NULL, &r);
         g_assert_true(k == -ESRCH || k == -ENOSYS); /* ENOSYS: under valgrind */
         if (k == -ESRCH)
                 g_assert_cmpuint(r.moved_bytes, ==, 0);
@@ -573,10 +573,26 @@ static void test_pace_replay(void) {
                 }
 }
 
+/* Where a plan takes a page of a node: its chain of pairs followed. */
+static void test_plan_dest(void) {
+        g_autoptr(GArray) plan = g_array_new(FALSE, FALSE, sizeof(NpMovePair));
+        NpMovePair pairs[] = { { .src = 0, .dst = 2 }, { .src = 1, .dst = 3 }, { .src = 2, .dst = 1 } };
+        g_array_append_vals(plan, pairs, G_N_ELEMENTS(pairs));
+        g_assert_cmpint(np_migrate_plan_dest(plan, 0), ==, 1); /* 0 -> 2 -> 1 */
+        g_assert_cmpint(np_migrate_plan_dest(plan, 1), ==, 3);
+        g_assert_cmpint(np_migrate_plan_dest(plan, 2), ==, 1);
+        g_assert_cmpint(np_migrate_plan_dest(plan, 3), ==, -1); /* stays */
+        g_assert_cmpint(np_migrate_plan_dest(NULL, 0), ==, -1);
+        NpMovePair back = { .src = 1, .dst = 0 };
+        g_array_append_val(plan, back);
+        g_assert_cmpint(np_migrate_plan_dest(plan, 0), ==, -1); /* 0 -> 2 -> 1 -> 0: where it was */
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
 
         g_test_add_func("/migrate/pair/same-node", test_pair_same_node);
+        g_test_add_func("/migrate/plan-dest", test_plan_dest);
         g_test_add_func("/migrate/pair/no-such-node", test_pair_no_such_node);
         g_test_add_func("/migrate/pair/gone", test_pair_gone);
         g_test_add_func("/migrate/execute/empty-plan", test_execute_empty_plan);

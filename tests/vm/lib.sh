@@ -94,7 +94,8 @@ np_check() {
 }
 
 # np_start_workload READYFILE ARGS...: start np-workload in the background
-# with --ready-file, wait (60 s) until its memory is touched; prints its pid
+# with --ready-file, wait (NP_READY_WAIT seconds, 60 by default) until its
+# memory is touched; prints its pid
 # (use as pid=$(np_start_workload ...); its output is in READYFILE.out).
 np_start_workload() {
 	_rf=$1
@@ -102,7 +103,7 @@ np_start_workload() {
 	rm -f "$_rf"
 	np-workload --ready-file "$_rf" "$@" > "$_rf.out" 2>&1 &
 	_wpid=$!
-	if ! np_wait_file "$_rf" 60; then
+	if ! np_wait_file "$_rf" "${NP_READY_WAIT:-60}"; then
 		np_log "np-workload $* did not get ready:" >&2
 		cat "$_rf.out" >&2
 		return 1
