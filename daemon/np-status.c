@@ -32,6 +32,7 @@ typedef struct {
         double locality;
         GArray *target; /* guint32 */
         char *state;
+        char *group;
         char *decision;
 } Proc;
 
@@ -67,6 +68,7 @@ static void status_clear(Status *s) {
                 Proc *p = &g_array_index(s->procs, Proc, i);
                 g_free(p->comm);
                 g_free(p->state);
+                g_free(p->group);
                 g_free(p->decision);
                 g_array_unref(p->per_node);
                 g_array_unref(p->target);
@@ -178,6 +180,8 @@ static int read_proc_prop(sd_bus_message *m, const char *name, Proc *p) {
                 return read_string(m, &p->state);
         if (strcmp(name, "Decision") == 0)
                 return read_string(m, &p->decision);
+        if (strcmp(name, "Group") == 0)
+                return read_string(m, &p->group);
         if (strcmp(name, "MemoryPerNode") == 0) {
                 int r = sd_bus_message_enter_container(m, 'a', "(ut)");
                 if (r < 0)
@@ -284,6 +288,7 @@ static int read_objects(sd_bus_message *m, Status *s) {
                 else {
                         g_free(p.comm);
                         g_free(p.state);
+                        g_free(p.group);
                         g_free(p.decision);
                         g_array_unref(p.per_node);
                         g_array_unref(p.target);
@@ -350,7 +355,7 @@ static void print_table(const Status *s) {
                 g_autofree char *h = g_strdup_printf("Node %u", g_array_index(s->nodes, Node, i).id);
                 printf(" %10s", h);
         }
-        printf(" %10s %8s %-8s %s\n", "Total", "Local", "Target", "State");
+        printf(" %10s %8s %-8s %-9s %s\n", "Total", "Local", "Target", "State", "Group");
         for (guint j = 0; j < s->procs->len; j++) {
                 const Proc *p = &g_array_index(s->procs, Proc, j);
                 g_autofree char *comm = cell(p->comm);
@@ -358,8 +363,9 @@ static void print_table(const Status *s) {
                 printf("%-8u %-16.16s", p->pid, comm);
                 for (guint i = 0; i < s->nodes->len; i++)
                         printf(" %10.2f", (double) bytes_on(p, g_array_index(s->nodes, Node, i).id) / MIB);
-                printf(" %10.2f %7.0f%% %-8s %s\n", (double) p->memory_bytes / MIB, p->locality * 100.0,
-                       *target ? target : "-", p->state ? p->state : "?");
+                g_autofree char *group = cell(p->group && *p->group ? p->group : "-");
+                printf(" %10.2f %7.0f%% %-8s %-9s %s\n", (double) p->memory_bytes / MIB, p->locality * 100.0,
+                       *target ? target : "-", p->state ? p->state : "?", group);
         }
         if (s->procs->len == 0)
                 printf("(none)\n");
@@ -459,6 +465,8 @@ static void print_json(const Status *s) {
                 json_ids(o, p->target);
                 g_string_append(o, ",\"state\":");
                 json_string(o, p->state);
+                g_string_append(o, ",\"group\":");
+                json_string(o, p->group ? p->group : "");
                 g_string_append(o, ",\"decision\":");
                 json_string(o, p->decision);
                 g_string_append_c(o, '}');

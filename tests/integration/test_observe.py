@@ -315,6 +315,7 @@ class Status(nptest.BusTestCase):
             self.assertEqual(jp["comm"], p["Comm"])
             self.assertEqual(jp["memory_bytes"], p["MemoryBytes"])
             self.assertEqual(jp["state"], p["State"])
+            self.assertEqual(jp["group"], p["Group"])
             self.assertEqual(jp["target_nodes"], p["TargetNodes"])
             self.assertAlmostEqual(jp["locality"], p["Locality"], places=4)
             self.assertEqual(jp["memory_per_node"], {str(n): b for n, b in p["MemoryPerNode"]})
@@ -328,7 +329,8 @@ class Status(nptest.BusTestCase):
             row = [l for l in lines if l.split() and l.split()[0] == str(p["Pid"])]
             self.assertEqual(len(row), 1, r.stdout)
             self.assertIn(p["Comm"][:16], row[0])
-            self.assertTrue(row[0].rstrip().endswith(p["State"]), row[0])
+            # the last two cells: State, then Group ("-" for none)
+            self.assertEqual(row[0].split()[-2:], [p["State"], p["Group"] or "-"], row[0])
             per = dict((n, b) for n, b in p["MemoryPerNode"])
             cells = row[0][8 + 1 + 16:].split()
             for i, n in enumerate(nodes):
