@@ -7,8 +7,10 @@ one CPU per node, cgroup v1), MaxRate=16M so a move takes seconds.
               policy; while its move runs, another process fills the target
               node. The move ends with the pages it could not move counted
               (MigrationFailedPages is what numa_maps shows left outside the
-              target: all of its private pages there, and at most the pages
-              it shares with other processes), the Decision says so, and
+              target: its private pages there, less at most 1% that
+              migrate_pages(2) could not isolate and so did not count, and
+              at most the pages it shares with other processes), the
+              Decision says so, and
               over the next 90 s the daemon does not try again and again:
               at most one more move of it, and its bus answers throughout.
   oom         a 300 MB process in a memory cgroup (the v1 memory hierarchy
@@ -121,7 +123,13 @@ def check_node_full(t, res):
     # narrows cpuset.mems after the move; the daemon takes what it moved
     # then off the failed pages, a few may still leave after that read)
     slack = 16 if res.get("cgroup") == "v2" else 0
-    t.check(private - slack <= failed <= outside + slack,
+    # (migrate_pages(2) leaves the pages it could not isolate, a busy
+    # process's pages in flight between LRU lists, without counting them in
+    # its return: a pair that did not fill its destination reports fewer
+    # than stayed. One CI run of v2 counted 36413 failed against 36552 private
+    # pages left, 0.4% fewer: 1% is allowed below)
+    low = private // 100 + slack
+    t.check(private - low <= failed <= outside + slack,
             f"MigrationFailedPages {failed} is what numa_maps shows left outside {tgt}: its private pages "
             f"there ({private}) and at most the pages it shares ({outside - private} more)")
     dec = res.get("w.decision.after") or ""
