@@ -282,10 +282,11 @@ int np_migrate_plan_dest(const GArray *plan, unsigned node) {
         return cur == node ? -1 : (int) cur;
 }
 
-/* One batch of a shared range: look the pages up, move those on a source.
- * Returns 0, or a negative errno from move_pages(2). */
+/* One batch of a shared range: look the pages up, move those on a source
+ * (one move_pages(2) call, counted in r->calls). Returns 0, or a negative
+ * errno from move_pages(2). */
 static long move_batch(pid_t pid, const GArray *plan, void **pages, unsigned n, uint64_t page_bytes, uint64_t *moved,
-                       uint64_t *failed) {
+                       uint64_t *failed, NpMigrateResult *r) {
         g_autofree int *status = g_new(int, n);
         g_autofree int *nodes = g_new(int, n);
         g_autofree void **which = g_new(void *, n);
@@ -301,6 +302,7 @@ static long move_batch(pid_t pid, const GArray *plan, void **pages, unsigned n, 
         }
         if (!k)
                 return 0;
+        r->calls++;
         if (syscall(SYS_move_pages, (long) pid, (unsigned long) k, which, nodes, status, MPOL_MF_MOVE_ALL) < 0 &&
             errno != ENOENT)
                 return -errno;
@@ -313,8 +315,10 @@ static long move_batch(pid_t pid, const GArray *plan, void **pages, unsigned n, 
         return 0;
 }
 
-/* The shared ranges after the pairs (see np_migrate_execute_from()). */
-static void move_ranges(pid_t pid, const GArray *plan, const GArray *shared, const gint *cancel, NpMigrateResult *r) {
+/* The shared ranges after the pairs (see np_migrate_execute_from()), paced
+ * with the pairs: *paced_bytes is what the execution moved so far, since t0. */
+static void move_ranges(pid_t pid, const GArray *plan, const GArray *shared, uint64_t max_rate, int64_t t0,
+                        uint64_t *paced_bytes, const gint *cancel, NpMigrateResult *r) {
         int had = np_thread_has_effective_cap(CAP_SYS_NICE);
         if (had == 0)
                 np_thread_set_effective_cap(CAP_SYS_NICE, true);
@@ -331,15 +335,28 @@ static void move_ranges(pid_t pid, const GArray *plan, const GArray *shared, con
                         unsigned n = 0;
                         for (; n < NP_MIGRATE_RANGE_BATCH && a < rg->end; n++, a += step)
                                 pages[n] = (void *) (uintptr_t) a;
-                        long e = move_batch(pid, plan, pages, n, step, &moved, &failed);
-                        r->calls += 2;
+                        uint64_t before = moved;
+                        long e = move_batch(pid, plan, pages, n, step, &moved, &failed, r);
                         if (e == -ESRCH) {
                                 r->error = -ESRCH;
-                        } else if (e < 0) {
+                                break;
+                        }
+                        if (e < 0) {
                                 log_warning("pid %d: cannot move its group's shared memory at %" PRIx64 "-%" PRIx64
                                             ": %s; it stays where it is",
                                             (int) pid, rg->start, rg->end, g_strerror((int) -e));
                                 break;
+                        }
+                        *paced_bytes += moved - before;
+                        if (max_rate > 0) {
+                                int64_t now = g_get_monotonic_time();
+                                uint64_t wait = np_migrate_pace_usec(*paced_bytes, max_rate, (uint64_t) (now - t0));
+                                if (wait > 0) {
+                                        bool go_on = pace_sleep(wait, cancel);
+                                        r->paced_usec += (uint64_t) (g_get_monotonic_time() - now);
+                                        if (!go_on)
+                                                r->error = -ECANCELED;
+                                }
                         }
                 }
         }
@@ -452,7 +469,7 @@ int np_migrate_execute_from(pid_t pid, const GArray *plan, const GArray *shared,
         }
         state_clear(&st);
         if (shared && shared->len && r->error == 0)
-                move_ranges(pid, plan, shared, cancel, r);
+                move_ranges(pid, plan, shared, max_rate, t0, &paced_bytes, cancel, r);
 
         k = read_maps(pid, &r->after);
         bool gone = k == -ESRCH || r->error == -ESRCH;

@@ -101,11 +101,13 @@ typedef struct {
  * node (its chain of pairs followed), with move_pages(2) and
  * MPOL_MF_MOVE_ALL, so pages other processes map too move as well: in
  * batches of NP_MIGRATE_RANGE_BATCH pages, each looked up first so that a
- * page already on its node is not touched. CAP_SYS_NICE is raised in the
- * calling thread's effective set for those calls and its former state put
- * back. Their pages that did not move count in failed_bytes; pages not
- * present are skipped. A range that fails with EPERM (no CAP_SYS_NICE) is
- * logged once and skipped. Cancelling is checked between batches. */
+ * page already on its node is not touched; paced with the pairs (max_rate).
+ * CAP_SYS_NICE is raised in the calling thread's effective set for those
+ * calls and its former state put back. Their pages that did not move count
+ * in failed_bytes; pages not present are skipped; each move_pages(2) call
+ * that moves counts in calls. A range whose call fails (EPERM without
+ * CAP_SYS_NICE, EACCES for a node the process may not use) is logged as a
+ * warning and skipped. Cancelling is checked between batches. */
 int np_migrate_execute_from(pid_t pid, const GArray *plan, const GArray *shared, const NpNumaMaps *before,
                             uint64_t max_rate, const gint *cancel, NpMigrateResult *r);
 #define NP_MIGRATE_RANGE_BATCH 4096u
