@@ -4,6 +4,7 @@ system-bus style policy that includes the project's own policy file), the
 real daemon on it, and real busctl to talk to it."""
 import fcntl
 import os
+import re
 import shutil
 import signal
 import socket
@@ -123,6 +124,28 @@ class Bus:
         if sig:
             cmd += [sig] + [str(a) for a in args]
         return self.busctl(*cmd, **kw)
+
+
+def daemon_fds(pid):
+    """The daemon's open descriptors, without those it keeps for the
+    processes of the machine: the cheap tier's statm descriptors (a process
+    that exits keeps one until the next scan), and the stat, status and
+    cgroup descriptors of the significant ones (they come and go with the
+    processes, and on a machine running VMs beside the tests a big QEMU
+    becomes significant when it likes). Those of the significant must name
+    live processes: one kept for a process that is gone is listed, marked."""
+    out = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except FileNotFoundError:
+            continue
+        m = re.fullmatch(r"/proc/(\d+)/(statm|stat|status|cgroup)", target)
+        if not m:
+            out.append(target)
+        elif m.group(2) != "statm" and not os.path.exists("/proc/%s" % m.group(1)):
+            out.append(target + " (its process is gone)")
+    return sorted(out)
 
 
 def parse_busctl(out):

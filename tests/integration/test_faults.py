@@ -7,7 +7,6 @@ error, the daemon keeps running (or, where the kernel kills it, the next
 start puts everything back), and the process it held is never left
 confined. Real v1 cpusets, so the machine is locked (nptest.main)."""
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -76,18 +75,6 @@ def remove_stale_hierarchy():
             pass
 
 
-
-def own_fds(pid):
-    """The daemon's descriptors other than the statm ones its cheap tier keeps."""
-    out = []
-    for fd in os.listdir("/proc/%d/fd" % pid):
-        try:
-            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
-        except FileNotFoundError:
-            continue
-        if not re.fullmatch(r"/proc/\d+/statm", target):
-            out.append(target)
-    return sorted(out)
 
 class Faults(BusTestCase):
     def setUp(self):
@@ -239,7 +226,7 @@ class Faults(BusTestCase):
         d = self.start(CONF)
         self.wait_scans()
         at_rest = len(os.listdir("/proc/%d/fd" % d.proc.pid))
-        own_at_rest = own_fds(d.proc.pid)
+        own_at_rest = nptest.daemon_fds(d.proc.pid)
         # the limit bounds descriptor numbers, and the statm descriptors the
         # cheap tier keeps leave gaps as processes exit: limit at the lowest
         # free number, so that no open can succeed
@@ -282,9 +269,9 @@ class Faults(BusTestCase):
         self.assertTrue(d.alive())
         self.wait_scans()  # still on the bus, still scanning
         print("  at %d descriptors: %s" % (at_rest, out.splitlines()[0]))
-        # no descriptor leaked (statm descriptors of the machine's processes
-        # come and go with them)
-        self.assertEqual(own_fds(d.proc.pid), own_at_rest)
+        # no descriptor leaked (those of the machine's processes come and
+        # go with them)
+        self.assertEqual(nptest.daemon_fds(d.proc.pid), own_at_rest)
         # two to spare are enough to place and release
         limit(max(used) + 3)
         self.place()

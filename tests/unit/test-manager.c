@@ -748,7 +748,8 @@ static void add_shared_mapping(Fixture *f, int pid, const char *what, uint64_t i
         g_autofree char *path = fixture_path(f, rel);
         g_autofree char *text = NULL;
         g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
-        g_autofree char *escaped = g_strjoinv("\\040", g_strsplit(what, " ", -1));
+        g_auto(GStrv) words = g_strsplit(what, " ", -1);
+        g_autofree char *escaped = g_strjoinv("\\040", words);
         g_autofree char *more = g_strdup_printf("%s7f5000000000 default file=%s dirty=%u mapmax=2 N1=%u "
                                                 "kernelpagesize_kB=4\n",
                                                 text, escaped, mb * 256, mb * 256);
