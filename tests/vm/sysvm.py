@@ -34,9 +34,12 @@ import npvm
 
 # What the image holds besides minbase: systemd as init, the bus, polkit, a
 # kernel with its initramfs (initramfs-tools needs udev), the daemon's
-# runtime libraries, and what the scenario uses.
+# runtime libraries, and what the scenarios use: PostgreSQL 15 for
+# service-pg-4 (the postgresql metapackage pulls postgresql-15, which holds
+# pgbench and the pg_prewarm extension as well as the server).
 PACKAGES = ["systemd", "systemd-sysv", "dbus", "polkitd", "udev", "linux-image-amd64",
-            "procps", "numactl", "libnuma1", "libcgroup2", "libglib2.0-0", "libsystemd0"]
+            "procps", "numactl", "libnuma1", "libcgroup2", "libglib2.0-0", "libsystemd0",
+            "postgresql"]
 DPKG_OPTS = ["path-exclude=/usr/share/man/*", "path-exclude=/usr/share/locale/*",
              "path-exclude=/usr/share/doc/*", "path-include=/usr/share/doc/*/copyright"]
 SUITE = "bookworm"
