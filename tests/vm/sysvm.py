@@ -34,9 +34,13 @@ import npvm
 
 # What the image holds besides minbase: systemd as init, the bus, polkit, a
 # kernel with its initramfs (initramfs-tools needs udev), the daemon's
-# runtime libraries, and what the scenario uses.
+# runtime libraries, and what the scenario uses: podman with its runtime
+# (crun), conmon and a network stack its common files depend on (netavark,
+# the smaller of the two; the containers run with --network none), no
+# recommends (service-podman-4).
 PACKAGES = ["systemd", "systemd-sysv", "dbus", "polkitd", "udev", "linux-image-amd64",
-            "procps", "numactl", "libnuma1", "libcgroup2", "libglib2.0-0", "libsystemd0"]
+            "procps", "numactl", "libnuma1", "libcgroup2", "libglib2.0-0", "libsystemd0",
+            "podman", "crun", "conmon", "netavark"]
 DPKG_OPTS = ["path-exclude=/usr/share/man/*", "path-exclude=/usr/share/locale/*",
              "path-exclude=/usr/share/doc/*", "path-include=/usr/share/doc/*/copyright"]
 SUITE = "bookworm"
