@@ -82,7 +82,8 @@ R pid1 "$(cat /proc/1/comm)"
 # 1. podman
 P="podman --cgroup-manager=systemd --runtime=crun"
 R podman-version "$(podman version --format '{{.Client.Version}}' 2>/dev/null)"
-R podman-info "$($P info --format '{{.Host.OCIRuntime.Name}} {{.Host.OCIRuntime.Path}} {{.Host.CgroupManager}} cgroup{{.Host.CgroupsVersion}} {{.Store.GraphDriverName}}' 2>&1 | tr '\n' ' ')"
+F='{{.Host.OCIRuntime.Name}} {{.Host.OCIRuntime.Path}} {{.Host.CgroupManager}} cgroup{{.Host.CgroupsVersion}}'
+R podman-info "$($P info --format "$F {{.Store.GraphDriverName}}" 2>&1 | tr '\n' ' ')"
 R crun-version "$(crun --version | head -1)"
 R conmon-version "$(conmon --version | head -1)"
 
@@ -153,6 +154,14 @@ t0=$(date +%s)
 busctl call $M Resume; R resume-rc $?
 for i in $(seq 1 480); do managed $AP && break; sleep 0.5; done
 R a-placed-after-s $(( $(date +%s) - t0 ))
+R a-decision-managed "$(pprop $AP Decision)"
+# managed from the moment its move is queued: the move has ended when the
+# systemd backend sets the scope's AllowedMemoryNodes (after the pages moved)
+for i in $(seq 1 240); do
+    [ -n "$(systemctl show -p AllowedMemoryNodes --value $AS)" ] && ! pprop $AP Decision | grep -q '"moving' && break
+    sleep 0.5
+done
+R a-moved-after-s $(( $(date +%s) - t0 ))
 R a-managed $(prop ManagedProcesses)
 R a-state $(pprop $AP State)
 R a-target $(pprop $AP TargetNodes)
@@ -311,7 +320,8 @@ def body():
     t.eq(res.get("a-lists-before"), "0-3 0-3", "A ran on the whole machine before")
     managed = (res.get("a-managed") or "").split()
     ap = res.get("a-pid") or "0"
-    print(f"  ..   A placed {res.get('a-placed-after-s')} s after Resume(); Decision {res.get('a-decision')}")
+    print(f"  ..   A managed {res.get('a-placed-after-s')} s after Resume() ({res.get('a-decision-managed')}), "
+          f"its move ended by {res.get('a-moved-after-s')} s; Decision {res.get('a-decision')}")
     t.eq((res.get("pause-rc"), res.get("resume-rc")), ("0", "0"), "Pause() and Resume() around A's start")
     t.check(ap != "0" and ap in managed, f"the policy manages A's workload {ap} (ManagedProcesses {managed})")
     t.eq(res.get("a-state"), 's "placed"', "A's State")
