@@ -36,10 +36,13 @@ import npvm
 # kernel with its initramfs (initramfs-tools needs udev), the daemon's
 # runtime libraries, and what the scenarios use: PostgreSQL 15 for
 # service-pg-4 (the postgresql metapackage pulls postgresql-15, which holds
-# pgbench and the pg_prewarm extension as well as the server).
+# pgbench and the pg_prewarm extension as well as the server); podman with
+# its runtime (crun), conmon and a network stack its common files depend on
+# (netavark, the smaller of the two; the containers run with --network none)
+# for service-podman-4; no recommends.
 PACKAGES = ["systemd", "systemd-sysv", "dbus", "polkitd", "udev", "linux-image-amd64",
             "procps", "numactl", "libnuma1", "libcgroup2", "libglib2.0-0", "libsystemd0",
-            "postgresql"]
+            "postgresql", "podman", "crun", "conmon", "netavark"]
 DPKG_OPTS = ["path-exclude=/usr/share/man/*", "path-exclude=/usr/share/locale/*",
              "path-exclude=/usr/share/doc/*", "path-include=/usr/share/doc/*/copyright"]
 SUITE = "bookworm"
