@@ -38,8 +38,8 @@ Steps, each checked on the host:
     backend, the state file records the scope. A second process started in the
     container with `podman exec` joins it there, and the Decisions then
     begin `with the 2 processes of its group /machine.slice/libpod-<id>.scope`
-    (a group of one significant process is not named in its Decision, so
-    the glob's match is only visible with two).
+    (a group of one significant process is not named in its Decision; its
+    Process property Group names the scope all the same).
  4. systemctl stop numaplaced: A's scope has its original (empty)
     AllowedCPUs/AllowedMemoryNodes back, its processes' Cpus_allowed_list
     and Mems_allowed_list are the whole machine again; B is still as crun
@@ -168,6 +168,7 @@ R a-target $(pprop $AP TargetNodes)
 R a-decision "$(pprop $AP Decision)"
 R a-bus-cgroup "$(pprop $AP Cgroup)"
 R a-bus-unit "$(pprop $AP Unit)"
+R a-bus-group "$(pprop $AP Group)"
 R a-numa $(numa $AP)
 R a-scope-placed "$(scope $AS)"
 R a-lists-placed $(lists $AP)
@@ -316,6 +317,8 @@ def body():
             f"a default Groups= glob matches A's scope: {m} (globs {default_globs()})")
     t.eq(res.get("a-unit"), f"libpod-{aid}.scope", "A's unit is its libpod scope")
     t.eq((res.get("a-bus-unit") or "").strip(), f's "libpod-{aid}.scope"', "the daemon's Unit of A")
+    t.eq((res.get("a-bus-group") or "").strip(), f's "/machine.slice/libpod-{aid}.scope"',
+         "the daemon's Group of A alone: the scope the default Groups= glob matched")
     t.eq(res.get("a-scope-before"), "  ", "A's scope had no AllowedCPUs/AllowedMemoryNodes before")
     t.eq(res.get("a-lists-before"), "0-3 0-3", "A ran on the whole machine before")
     managed = (res.get("a-managed") or "").split()
