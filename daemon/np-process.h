@@ -55,9 +55,11 @@ typedef enum {
 } NpProcessProp;
 
 /* A shmem line of numa_maps this large has the process's maps read, to
- * know which object it is (NP_GROUP_MIN_SHARED_BYTES: below it no object
- * makes a group). */
-#define NP_SHM_MAPS_MIN_BYTES (64ull << 20)
+ * know which object it is: its group then counts the object once (and
+ * moves it once), also when it is too small to make a group
+ * (NP_GROUP_MIN_SHARED_BYTES); smaller ones (IPC buffers) stay the
+ * process's own pages. */
+#define NP_SHM_MAPS_MIN_BYTES (1ull << 20)
 
 /* Resident memory that grew by more than this share between two stat
  * reads: the process is still touching its memory (a start). */

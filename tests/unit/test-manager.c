@@ -818,12 +818,44 @@ static void test_shared_small(Fixture *f, gconstpointer data) {
         g_assert_nonnull(a);
         g_assert_nonnull(b);
         g_assert_nonnull(a->maps.shm);
-        g_assert_null(a->shmaps); /* too small to look up */
+        g_assert_nonnull(a->shmaps); /* looked up (its group would count it once), but too small to group */
         g_test_message("decision: %s", a->decision);
         g_assert_false(g_str_has_prefix(a->decision, "with the"));
         g_assert_false(g_str_has_prefix(b->decision, "with the"));
         g_assert_null(a->group);
         g_assert_null(a->group_objects);
+}
+
+/* A Groups= cgroup's processes sharing 16 MiB of one object (too little
+ * to make a group by itself): the group counts it once, in what it has to
+ * move (1024 MiB of their own pages off node 2, plus 16 MiB, not 32). */
+static void test_cgroup_group_shared_once(Fixture *f, gconstpointer data) {
+        f->m->config->mode = NP_MODE_ADVISE;
+        clone_bigdb(f, 4343);
+        set_file(f, "proc/4242/cgroup", "0::/machine.slice/libpod-c1.scope/container\n");
+        set_file(f, "proc/4343/cgroup", "0::/machine.slice/libpod-c1.scope/container\n");
+        add_shared_mapping(f, 4242, "/SYSV0052e2c1 (deleted)", 99, 16);
+        add_shared_mapping(f, 4343, "/SYSV0052e2c1 (deleted)", 99, 16);
+        unsigned utime = 200000;
+        g_autofree char *first = NULL; /* the decision to place it (later: "placed on 2, ...") */
+        for (int i = 0; i < 3; i++) {
+                utime += one_cpu_ticks();
+                set_stat_field_of(f, 4242, 14, utime);
+                set_stat_field_of(f, 4343, 14, utime);
+                scan_and_decide(f);
+                NpProcess *p = np_manager_process(f->m, 4242);
+                if (!first && p && p->decision && strstr(p->decision, "MiB to move"))
+                        first = g_strdup(p->decision);
+        }
+        NpProcess *a = np_manager_process(f->m, 4242);
+        g_assert_nonnull(a);
+        g_test_message("decision: %s", first);
+        g_assert_nonnull(first);
+        g_assert_true(g_str_has_prefix(first, "with the 2 processes of its group /machine.slice/libpod-c1.scope: "));
+        g_assert_nonnull(strstr(first, "place on 2 (1040 MiB to move)"));
+        g_assert_cmpstr(a->group, ==, "/machine.slice/libpod-c1.scope");
+        g_assert_nonnull(a->group_objects);
+        g_assert_cmpuint(g_array_index(a->group_objects, NpSharedId, 0).inode, ==, 99);
 }
 
 static void test_advice_reserves(Fixture *f, gconstpointer data) {
@@ -998,6 +1030,7 @@ int main(int argc, char **argv) {
         ADD("/manager/cgroup-group", "4node", test_cgroup_group);
         ADD("/manager/shared-group", "4node", test_shared_group);
         ADD("/manager/shared-small", "4node", test_shared_small);
+        ADD("/manager/cgroup-group-shared-once", "4node", test_cgroup_group_shared_once);
 #undef ADD
         return g_test_run();
 }
