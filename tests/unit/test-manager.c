@@ -682,6 +682,24 @@ static void set_file(Fixture *f, const char *rel, const char *text) {
 /* Groups=: two processes of one podman container (its cgroup matches the
  * default libpod-*.scope) are decided as one on any backend, each Decision
  * naming the group; with Groups=none each is decided on its own. */
+/* 4242 and 4343 busy (a CPU each) for three scans: measured, then
+ * decided. Returns the first Decision of 4242 that places it (later ones
+ * say "placed on ..."); caller frees. */
+static char *both_busy(Fixture *f) {
+        unsigned utime = 200000;
+        char *first = NULL;
+        for (int i = 0; i < 3; i++) {
+                utime += one_cpu_ticks();
+                set_stat_field_of(f, 4242, 14, utime);
+                set_stat_field_of(f, 4343, 14, utime);
+                scan_and_decide(f);
+                NpProcess *p = np_manager_process(f->m, 4242);
+                if (!first && p && p->decision && strstr(p->decision, "MiB to move"))
+                        first = g_strdup(p->decision);
+        }
+        return first;
+}
+
 static void test_cgroup_group(Fixture *f, gconstpointer data) {
         f->m->config->mode = NP_MODE_ADVISE;
         g_autofree char *src = fixture_path(f, "proc/4242");
@@ -697,14 +715,7 @@ static void test_cgroup_group(Fixture *f, gconstpointer data) {
         set_file(f, "proc/4242/cgroup", "0::/machine.slice/libpod-c1.scope/container\n");
         set_file(f, "proc/4343/cgroup", "0::/machine.slice/libpod-c1.scope/container\n");
 
-        /* both busy (a CPU each) for three scans: measured, then decided */
-        unsigned utime = 200000;
-        for (int i = 0; i < 3; i++) {
-                utime += one_cpu_ticks();
-                set_stat_field_of(f, 4242, 14, utime);
-                set_stat_field_of(f, 4343, 14, utime);
-                scan_and_decide(f);
-        }
+        g_free(both_busy(f));
         NpProcess *a = np_manager_process(f->m, 4242), *b = np_manager_process(f->m, 4343);
         g_assert_nonnull(a);
         g_assert_nonnull(b);
@@ -773,13 +784,7 @@ static void test_shared_group(Fixture *f, gconstpointer data) {
         clone_bigdb(f, 4343);
         add_shared_mapping(f, 4242, "/dev/zero (deleted)", 4711, 128);
         add_shared_mapping(f, 4343, "/dev/zero (deleted)", 4711, 128);
-        unsigned utime = 200000;
-        for (int i = 0; i < 3; i++) {
-                utime += one_cpu_ticks();
-                set_stat_field_of(f, 4242, 14, utime);
-                set_stat_field_of(f, 4343, 14, utime);
-                scan_and_decide(f);
-        }
+        g_free(both_busy(f));
         NpProcess *a = np_manager_process(f->m, 4242), *b = np_manager_process(f->m, 4343);
         g_assert_nonnull(a);
         g_assert_nonnull(b);
@@ -807,13 +812,7 @@ static void test_shared_small(Fixture *f, gconstpointer data) {
         clone_bigdb(f, 4343);
         add_shared_mapping(f, 4242, "/SYSV0052e2c1 (deleted)", 99, 16);
         add_shared_mapping(f, 4343, "/SYSV0052e2c1 (deleted)", 99, 16);
-        unsigned utime = 200000;
-        for (int i = 0; i < 3; i++) {
-                utime += one_cpu_ticks();
-                set_stat_field_of(f, 4242, 14, utime);
-                set_stat_field_of(f, 4343, 14, utime);
-                scan_and_decide(f);
-        }
+        g_free(both_busy(f));
         NpProcess *a = np_manager_process(f->m, 4242), *b = np_manager_process(f->m, 4343);
         g_assert_nonnull(a);
         g_assert_nonnull(b);
@@ -836,17 +835,7 @@ static void test_cgroup_group_shared_once(Fixture *f, gconstpointer data) {
         set_file(f, "proc/4343/cgroup", "0::/machine.slice/libpod-c1.scope/container\n");
         add_shared_mapping(f, 4242, "/SYSV0052e2c1 (deleted)", 99, 16);
         add_shared_mapping(f, 4343, "/SYSV0052e2c1 (deleted)", 99, 16);
-        unsigned utime = 200000;
-        g_autofree char *first = NULL; /* the decision to place it (later: "placed on 2, ...") */
-        for (int i = 0; i < 3; i++) {
-                utime += one_cpu_ticks();
-                set_stat_field_of(f, 4242, 14, utime);
-                set_stat_field_of(f, 4343, 14, utime);
-                scan_and_decide(f);
-                NpProcess *p = np_manager_process(f->m, 4242);
-                if (!first && p && p->decision && strstr(p->decision, "MiB to move"))
-                        first = g_strdup(p->decision);
-        }
+        g_autofree char *first = both_busy(f);
         NpProcess *a = np_manager_process(f->m, 4242);
         g_assert_nonnull(a);
         g_test_message("decision: %s", first);

@@ -153,6 +153,31 @@ def install_numaplaced(rootdir):
     return r.stdout
 
 
+def expand(lst):
+    """A kernel list ("1-2,4") as a sorted list of numbers."""
+    out = []
+    for part in lst.split(","):
+        if "-" in part:
+            a, b = part.split("-")
+            out.extend(range(int(a), int(b) + 1))
+        elif part:
+            out.append(int(part))
+    return sorted(out)
+
+
+def checked(res):
+    """A Checker for the boot's results, with what every scenario of the
+    system needs: it completed (else the console's end is printed), systemd
+    is PID 1, cgroup v2 is mounted."""
+    t = npvm.Checker(res)
+    if not res.completed:
+        print(res.boot_console[-6000:])
+    t.require_completed()
+    t.eq(res.get("pid1"), "systemd", "systemd is PID 1")
+    t.eq(res.get("cgroup"), "cgroup2fs", "cgroup v2 at /sys/fs/cgroup")
+    return t
+
+
 class SysVM:
     """One boot of the Debian system with a bash scenario."""
 
@@ -168,6 +193,12 @@ class SysVM:
     def add_host_file(self, host_path, dest, mode=0o755):
         with open(host_path, "rb") as f:
             self.files[dest.lstrip("/")] = (f.read(), mode)
+
+    def add_workload(self):
+        """This build's np-workload as /usr/local/bin/np-workload."""
+        self.add_host_file(os.environ.get("NPVM_WORKLOAD") or
+                           os.path.join(npvm.build_root(), "tests", "tools", "np-workload"),
+                           "/usr/local/bin/np-workload")
 
     def _populate(self, rootdir, script):
         install_numaplaced(rootdir)

@@ -360,30 +360,12 @@ exit 0
 UNIT_CAPS = (1 << 23) | (1 << 19) | (1 << 1)
 
 
-def expand(lst):
-    """A kernel list ("1-2,4") as a sorted list of numbers."""
-    out = []
-    for part in lst.split(","):
-        if "-" in part:
-            a, b = part.split("-")
-            out.extend(range(int(a), int(b) + 1))
-        elif part:
-            out.append(int(part))
-    return sorted(out)
-
-
 def body():
     topo = npvm.Topology(4, mem_mb=512, cpus=1)
     vm = sysvm.SysVM("service-4", topo)
-    vm.add_host_file(os.environ.get("NPVM_WORKLOAD") or
-                     os.path.join(npvm.build_root(), "tests", "tools", "np-workload"), "/usr/local/bin/np-workload")
+    vm.add_workload()
     res = vm.run(SCRIPT, timeout=900)
-    t = npvm.Checker(res)
-    if not res.completed:
-        print(res.boot_console[-6000:])
-    t.require_completed()
-    t.eq(res.get("pid1"), "systemd", "systemd is PID 1")
-    t.eq(res.get("cgroup"), "cgroup2fs", "cgroup v2 at /sys/fs/cgroup")
+    t = sysvm.checked(res)
     # 1
     t.eq(res.get("start-rc"), "0", "systemctl start numaplaced")
     t.eq(res.get("start-active"), "active", "numaplaced is active")
@@ -478,7 +460,7 @@ def body():
     if nodes:
         # one vCPU per node here: node N's CPU is N
         got = (res.get("pair-allowed") or "").split()
-        t.check(len(got) == 2 and all(expand(g) == nodes for g in got),
+        t.check(len(got) == 2 and all(sysvm.expand(g) == nodes for g in got),
                 f"the unit's AllowedCPUs/AllowedMemoryNodes are the target ({got}, target {nodes})")
     t.eq(res.get("pair-before"), "  ", "the pair unit had no AllowedCPUs/AllowedMemoryNodes before")
     t.eq(res.get("pair-state-units"), "2", "the state file records both processes under Unit=pair.service")
@@ -510,7 +492,7 @@ def body():
     now = (res.get("pair-target-now") or "").split()
     now_nodes = [int(x) for x in now[2:]] if len(now) >= 3 else []
     got = (res.get("pair-one-gone-allowed") or "").split()
-    t.check(now_nodes and len(got) == 2 and all(expand(g) == now_nodes for g in got),
+    t.check(now_nodes and len(got) == 2 and all(sysvm.expand(g) == now_nodes for g in got),
             f"the unit keeps the daemon's values while its other process is placed ({got}, target {now_nodes})")
     t.eq(res.get("pair-both-gone"), "0", "the other killed: the daemon lets go of it too")
     t.eq(res.get("pair-both-gone-allowed"), "  ",

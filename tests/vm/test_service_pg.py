@@ -325,18 +325,6 @@ def script():
             .replace("__RATE__", str(RATE)).replace("__DROPIN__", SIGNIFICANCE_DROPIN))
 
 
-def expand(lst):
-    """A kernel list ("1-2,4") as a sorted list of numbers."""
-    out = []
-    for part in lst.split(","):
-        if "-" in part:
-            a, b = part.split("-")
-            out.extend(range(int(a), int(b) + 1))
-        elif part:
-            out.append(int(part))
-    return sorted(out)
-
-
 def node_kb(text):
     """"0=kB 1=kB ..." as {node: kB}."""
     return {int(k): int(v) for k, v in (x.split("=") for x in (text or "").split())}
@@ -414,12 +402,7 @@ def body():
 
 
 def check(res):
-    t = npvm.Checker(res)
-    if not res.completed:
-        print(res.boot_console[-6000:])
-    t.require_completed()
-    t.eq(res.get("pid1"), "systemd", "systemd is PID 1")
-    t.eq(res.get("cgroup"), "cgroup2fs", "cgroup v2 at /sys/fs/cgroup")
+    t = sysvm.checked(res)
     # the cluster
     t.eq(res.get("pg-start-rc"), "0", f"systemctl start postgresql@15-main ({res.get('pg-version')})")
     t.eq(res.get("pg-ready"), "0", "pg_isready")
@@ -474,7 +457,7 @@ def check(res):
     allowed = (res.get("placed-allowed") or "").split()
     if len(tgt) == 1:
         cpus = list(range(tgt[0] * CPUS, (tgt[0] + 1) * CPUS))
-        t.check(len(allowed) == 2 and expand(allowed[0]) == cpus and expand(allowed[1]) == tgt,
+        t.check(len(allowed) == 2 and sysvm.expand(allowed[0]) == cpus and sysvm.expand(allowed[1]) == tgt,
                 f"the unit's AllowedCPUs/AllowedMemoryNodes are node {tgt[0]}'s: {allowed}")
         placed = node_kb(res.get("shm-placed"))
         t.check(share(placed, tgt) >= 0.95,
@@ -483,7 +466,7 @@ def check(res):
         during = lights(res, "during")
         t.check(during, "samples while pgbench ran after the placement")
         for up, c, m, _, kb in during:
-            t.check(expand(c) == cpus and expand(m) == tgt and share(kb, tgt) >= 0.95,
+            t.check(sysvm.expand(c) == cpus and sysvm.expand(m) == tgt and share(kb, tgt) >= 0.95,
                     f"at {up:.0f} s: the unit's cgroup still on CPUs {c} and nodes {m}, "
                     f"{share(kb, tgt):.3f} of the segment on {tgt}")
     # 5

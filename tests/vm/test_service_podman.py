@@ -258,15 +258,9 @@ def glob_match(path, globs):
 def body():
     topo = npvm.Topology(4, mem_mb=512, cpus=1)
     vm = sysvm.SysVM("service-podman-4", topo)
-    vm.add_host_file(os.environ.get("NPVM_WORKLOAD") or
-                     os.path.join(npvm.build_root(), "tests", "tools", "np-workload"), "/usr/local/bin/np-workload")
+    vm.add_workload()
     res = vm.run(SCRIPT, timeout=900)
-    t = npvm.Checker(res)
-    if not res.completed:
-        print(res.boot_console[-6000:])
-    t.require_completed()
-    t.eq(res.get("pid1"), "systemd", "systemd is PID 1")
-    t.eq(res.get("cgroup"), "cgroup2fs", "cgroup v2 at /sys/fs/cgroup")
+    t = sysvm.checked(res)
     # 1
     print(f"  ..   podman {res.get('podman-version')}; {res.get('podman-info')}; {res.get('crun-version')}; "
           f"{res.get('conmon-version')}")
@@ -337,7 +331,7 @@ def body():
     t.check(share >= 0.95, f"A: {share:.3f} of its {total} kB on node {node}")
     t.check(node != 2, f"A is not placed on node 2, B's pinned node ({node})")
     # one vCPU per node: node N's CPU is N
-    t.eq(res.get("a-scope-placed"), f"{node} {node} ", f"A's scope's AllowedCPUs/AllowedMemoryNodes while placed")
+    t.eq(res.get("a-scope-placed"), f"{node} {node} ", "A's scope's AllowedCPUs/AllowedMemoryNodes while placed")
     t.eq(res.get("a-lists-placed"), f"{node} {node}", "A's Cpus_allowed_list/Mems_allowed_list while placed")
     t.eq(res.get("a-effective-mems"), str(node), "A's scope's EffectiveMemoryNodes")
     confined = f"Confined pid {ap} (np-workload) to nodes {node}, CPUs {node} (systemd)"
