@@ -93,10 +93,15 @@ static void complete_restores(NpManager *m) {
 unsigned np_hotplug_recheck(NpManager *m) {
         unsigned acted = 0;
         bool keep = false;
-        /* the common scan: nothing held, no CPU changed */
-        if (!m->backend || (m->held_last == 0 && np_mask_empty(m->cpus_changed)))
+        /* the common scan: nothing held, no CPU changed, no thread waiting
+         * for CPUs */
+        if (!m->backend ||
+            (m->held_last == 0 && np_mask_empty(m->cpus_changed) && !np_backend_short_restores(m->backend)))
                 return 0;
-        if (!np_mask_empty(m->cpus_changed) && np_backend_short_restores(m->backend))
+        /* at every scan while threads wait: the kernel's hotplug work may give
+         * the cpuset (cgroup v2's root too) the CPUs that came back only after
+         * the scan that saw them online */
+        if (np_backend_short_restores(m->backend))
                 complete_restores(m);
         GHashTableIter it;
         gpointer v;

@@ -16,10 +16,11 @@
  *     moves. A failure releases it (the backend's rule).
  *
  * Either way its Decision is led by a note that says what happened. A
- * process whose move is queued or running is checked after the move. When
- * CPUs changed, the threads a release put back while CPUs of their
- * original affinity were offline get those CPUs back
- * (np_backend_complete_restores()).
+ * process whose move is queued or running is checked after the move. The
+ * threads a release put back while CPUs of their original affinity were
+ * offline get those CPUs back once they are online and the kernel lets
+ * them have them (np_backend_complete_restores(), tried at every scan while
+ * any wait).
  */
 #include "np-manager.h"
 
