@@ -11,6 +11,9 @@
  * Calls are synchronous on the main loop, bounded by NP_SYSTEMD_TIMEOUT_USEC:
  * systemd answers these in milliseconds, placements are rare (seconds apart),
  * and a bounded stall is simpler than an asynchronous state machine per call.
+ * The exception is AllowedMemoryNodes= on cgroup v2, which PID 1 applies by
+ * writing cpuset.mems, a write that returns once the kernel has moved the
+ * unit's memory: finish() takes a timeout there as set.
  *
  * Several processes of one unit: the second record of a unit reuses the
  * originals of an existing record (the unit then already carries the
@@ -260,7 +263,25 @@ static int op_finish(NpBackend *b, NpMechanism *m, NpStateProcess *p, GError **e
         const char *unit = g_hash_table_lookup(p->extra, KEY_UNIT);
         if (!unit)
                 return 0;
-        return set_mask_prop(m->data, unit, "AllowedMemoryNodes", p->nodes, NULL, error);
+        g_autoptr(GError) e = NULL;
+        int r = set_mask_prop(m->data, unit, "AllowedMemoryNodes", p->nodes, NULL, &e);
+        if (r == -ETIMEDOUT) {
+                /* PID 1's write of cpuset.mems returns (cgroup v2) only once
+                 * the kernel has moved the unit's memory off the other nodes,
+                 * seconds for a few hundred MB of memory the daemon's plan
+                 * left (pages other processes map): systemd sets it after
+                 * the call timed out. Taken as set, the placement stands
+                 * (failing it would leave a unit narrowed that no record
+                 * explains: foreign to the next scan). */
+                g_autofree char *list = np_mask_format(p->nodes);
+                log_notice("systemd did not answer within %d s to AllowedMemoryNodes=%s on %s (it waits while the "
+                           "kernel moves the unit's memory there); taken as set",
+                           (int) (NP_SYSTEMD_TIMEOUT_USEC / G_USEC_PER_SEC), list, unit);
+                return 0;
+        }
+        if (r < 0)
+                g_propagate_error(error, g_steal_pointer(&e));
+        return r;
 }
 
 /* Every online CPU, or every node with memory, of the real machine (NULL
