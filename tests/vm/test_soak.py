@@ -195,6 +195,7 @@ figures() {
 		managed=$(busctl get-property $M ManagedProcesses | awk '{ print $2 }') confined=$(confined) \
 		migrated=$(prop MigratedBytes) calls=$(prop MigrationCalls) failed=$(prop MigrationFailedPages) \
 		pgmigrate=$(np_vmstat pgmigrate_success) pgfail=$(np_vmstat pgmigrate_fail) forks=$(forks) \
+		midmove=$(grep -c 'ended during its move' /tmp/numaplaced.log) \
 		seen=$(dump_field "Processes seen:") paused=$(busctl get-property $M Paused | awk '{ print $2 }') \
 		lastpid=$(cat /proc/sys/kernel/ns_last_pid)
 }
@@ -388,9 +389,15 @@ def main(cg, scans, hotplug=False):
     t.eq(a.get("paused"), "false", f"[{cg}] not paused")
     moved = a.get("migrated", 0) - b.get("migrated", 0)
     pg = a.get("pgmigrate", 0) - b.get("pgmigrate", 0)
-    t.check(moved > 0 and abs(moved - pg * 4096) <= 0.01 * pg * 4096 + 64 * 4096,
+    # a process that ends during its move has no numa_maps to read after
+    # it: what its plan's sources held is counted, the pages it shared
+    # (libraries) too, about 0.5 MB each here (19 such ends and 9.5 MB in
+    # one run on a loaded host, where moves last longer and more processes
+    # end during them): 2 MiB each allowed on top
+    mid = a.get("midmove", 0) - b.get("midmove", 0)
+    t.check(moved > 0 and abs(moved - pg * 4096) <= 0.01 * pg * 4096 + 64 * 4096 + mid * (2 << 20),
             f"[{cg}] MigratedBytes grew by {moved}, /proc/vmstat pgmigrate_success by {pg} pages "
-            f"({pg * 4096} bytes)")
+            f"({pg * 4096} bytes; {mid} processes ended during their move)")
     # pages migrate_pages() could not move (a process exiting during its
     # move leaves some): informational, the kernel counts them differently
     print(f"  ..   [{cg}] MigrationFailedPages +{a.get('failed', 0) - b.get('failed', 0)}, "
