@@ -97,32 +97,6 @@ static NpSharedId shared_id_of(const NpShmap *map) {
         return np_shared_id(map->dev_major, map->dev_minor, map->inode);
 }
 
-/* pages (NpNodeBytes) less sub's bytes, node by node, never below 0 */
-static void subtract_pages(GArray *pages, const GArray *sub) {
-        for (guint k = 0; sub && k < sub->len; k++) {
-                const NpNodeBytes *b = &g_array_index(sub, NpNodeBytes, k);
-                for (guint j = 0; j < pages->len; j++) {
-                        NpNodeBytes *x = &g_array_index(pages, NpNodeBytes, j);
-                        if (x->node == b->node)
-                                x->bytes = x->bytes > b->bytes ? x->bytes - b->bytes : 0;
-                }
-        }
-}
-
-/* pages (NpNodeBytes) plus add's bytes, node by node */
-static void add_pages(GArray *pages, const GArray *add) {
-        for (guint k = 0; add && k < add->len; k++) {
-                const NpNodeBytes *b = &g_array_index(add, NpNodeBytes, k);
-                guint j = 0;
-                while (j < pages->len && g_array_index(pages, NpNodeBytes, j).node != b->node)
-                        j++;
-                if (j < pages->len)
-                        g_array_index(pages, NpNodeBytes, j).bytes += b->bytes;
-                else
-                        g_array_append_val(pages, *b);
-        }
-}
-
 /* p's shared objects (those its maps names) into `shared` (NpGroupShared),
  * and its pages outside them, a new array kept in `keep`. */
 static const GArray *split_shared(const NpProcess *p, GArray *shared, GPtrArray *keep, GPtrArray *names) {
@@ -140,7 +114,7 @@ static const GArray *split_shared(const NpProcess *p, GArray *shared, GPtrArray 
                 g_ptr_array_add(names, name);
                 NpGroupShared gs = { .id = shared_id_of(map), .name = name, .per_node = sh->per_node };
                 g_array_append_val(shared, gs);
-                subtract_pages(own, sh->per_node);
+                np_node_bytes_subtract(own, sh->per_node);
         }
         return own;
 }
@@ -222,9 +196,9 @@ static const GArray *group_pages(NpManager *m, const NpProcess *p, const NpGroup
                                 carrier = pid;
                 }
                 /* its own view of the object out; the group's in, at the carrier */
-                subtract_pages(pages, mine->per_node);
+                np_node_bytes_subtract(pages, mine->per_node);
                 if (carrier == p->pid)
-                        add_pages(pages, o->per_node);
+                        np_node_bytes_add(pages, o->per_node);
         }
         uint64_t sum = 0;
         for (guint j = 0; j < pages->len; j++)

@@ -28,19 +28,6 @@ static int hold_rank(NpPolicyHold h) {
         }
 }
 
-static void add_bytes(GArray *acc, const GArray *per_node) {
-        for (guint k = 0; per_node && k < per_node->len; k++) {
-                const NpNodeBytes *b = &g_array_index(per_node, NpNodeBytes, k);
-                guint j = 0;
-                while (j < acc->len && g_array_index(acc, NpNodeBytes, j).node < b->node)
-                        j++;
-                if (j < acc->len && g_array_index(acc, NpNodeBytes, j).node == b->node)
-                        g_array_index(acc, NpNodeBytes, j).bytes += b->bytes;
-                else
-                        g_array_insert_val(acc, j, *b);
-        }
-}
-
 static void add_huge(GArray *acc, const GArray *huge_per_node) {
         for (guint k = 0; huge_per_node && k < huge_per_node->len; k++) {
                 const NpHugeBytes *h = &g_array_index(huge_per_node, NpHugeBytes, k);
@@ -118,7 +105,7 @@ void np_policy_groups_build(NpPolicyGroups *g, const NpPolicyProcess *procs, gui
                 g->slot_of[i] = j;
                 if (g->size[j]++ == 1) {
                         /* first merge into it: copies the entry may change */
-                        u->per_node = own_array(g, u->per_node, sizeof(NpNodeBytes), add_bytes);
+                        u->per_node = own_array(g, u->per_node, sizeof(NpNodeBytes), np_node_bytes_add);
                         u->huge_per_node = own_array(g, u->huge_per_node, sizeof(NpHugeBytes), add_huge);
                         u->cpu_per_node = own_array(g, u->cpu_per_node, sizeof(NpNodeCpu), add_cpu);
                         u->running = mask_union(g, NULL, u->running);
@@ -127,7 +114,7 @@ void np_policy_groups_build(NpPolicyGroups *g, const NpPolicyProcess *procs, gui
                 if (!p->per_node)
                         u->per_node = NULL;
                 else if (u->per_node)
-                        add_bytes((GArray *) u->per_node, p->per_node);
+                        np_node_bytes_add((GArray *) u->per_node, p->per_node);
                 if (p->huge_per_node && p->huge_per_node->len) {
                         if (!u->huge_per_node)
                                 u->huge_per_node = own_array(g, p->huge_per_node, sizeof(NpHugeBytes), add_huge);

@@ -761,6 +761,30 @@ uint64_t np_numa_maps_node_bytes(const NpNumaMaps *m, unsigned node) {
         return 0;
 }
 
+void np_node_bytes_add(GArray *acc, const GArray *add) {
+        for (guint k = 0; add && k < add->len; k++) {
+                const NpNodeBytes *b = &g_array_index(add, NpNodeBytes, k);
+                guint j = 0;
+                while (j < acc->len && g_array_index(acc, NpNodeBytes, j).node < b->node)
+                        j++;
+                if (j < acc->len && g_array_index(acc, NpNodeBytes, j).node == b->node)
+                        g_array_index(acc, NpNodeBytes, j).bytes += b->bytes;
+                else
+                        g_array_insert_val(acc, j, *b);
+        }
+}
+
+void np_node_bytes_subtract(GArray *acc, const GArray *sub) {
+        for (guint k = 0; sub && k < sub->len; k++) {
+                const NpNodeBytes *b = &g_array_index(sub, NpNodeBytes, k);
+                for (guint j = 0; j < acc->len; j++) {
+                        NpNodeBytes *x = &g_array_index(acc, NpNodeBytes, j);
+                        if (x->node == b->node)
+                                x->bytes = x->bytes > b->bytes ? x->bytes - b->bytes : 0;
+                }
+        }
+}
+
 NpMask *np_numa_maps_nodes(const NpNumaMaps *m) {
         NpMask *mask = np_mask_new();
         for (unsigned i = 0; m && m->per_node && i < m->per_node->len; i++) {

@@ -206,6 +206,12 @@ uint64_t np_numa_maps_node_bytes(const NpNumaMaps *m, unsigned node);
 /* Nodes holding any page. Caller frees. */
 NpMask *np_numa_maps_nodes(const NpNumaMaps *m);
 
+/* Pure helpers on NpNodeBytes arrays sorted by node: acc += add, node by
+ * node (a node acc lacks is inserted in order); acc -= sub, node by node,
+ * never below 0 (a node acc lacks stays absent). add and sub may be NULL. */
+void np_node_bytes_add(GArray *acc, const GArray *add);
+void np_node_bytes_subtract(GArray *acc, const GArray *sub);
+
 /*
  * Readers. Each returns 0, or -ESRCH when the process is gone (any ENOENT or
  * ESRCH while reading, or an empty stat), -EINVAL for pid <= 0 or
