@@ -309,6 +309,9 @@ R pair-c-target $(busctl get-property $PO TargetNodes)
 R pair-c-decision "$(busctl get-property $PO State) $(busctl get-property $PO Decision)"
 # (the Decision may be the next scan's by now: the join is in the journal)
 R pair-c-joined $(journalctl -u numaplaced --no-pager -o cat | grep -c "Placing ${PC:-x} .*it joins them there")
+# (or, when the scan that found it saw it grown past the unit's room, the
+# unit was decided again with it as a member)
+R pair-c-with-unit $(journalctl -u numaplaced --no-pager -o cat | grep -c "Placing ${PC:-x} .*with the 3 processes of its unit")
 # (the unit's demand grew by the third: the policy may have grown it onto
 # a neighbour meanwhile, so the pair's target is read again)
 R pair-c-unit-target $(busctl get-property org.numaplaced1 /org/numaplaced1/process/$PA org.numaplaced1.Process \
@@ -483,9 +486,13 @@ def body():
     tc = (res.get("pair-c-target") or "").split()
     tu = (res.get("pair-c-unit-target") or "").split()
     dc = res.get("pair-c-decision") or ""
-    t.check(len(tu) >= 3 and tc == tu and dc.startswith('s "placed"') and int(res.get("pair-c-joined") or "0") >= 1,
+    # it joins the unit where it is placed, or, seen already grown past the
+    # unit's room, the unit (three processes now) is decided again as one
+    joined = int(res.get("pair-c-joined") or "0") + int(res.get("pair-c-with-unit") or "0")
+    t.check(len(tu) >= 3 and tc == tu and dc.startswith('s "placed"') and joined >= 1,
             f"the third joins the unit's nodes and is placed ({tc}, unit {tu}; {dc}; "
-            f"{res.get('pair-c-joined')} 'it joins them there' journal lines)")
+            f"{res.get('pair-c-joined')} 'it joins them there' journal lines, "
+            f"{res.get('pair-c-with-unit')} 'with the 3 processes of its unit')")
     t.eq(res.get("pair-c-state-units"), "3", "the state file records the third under Unit=pair.service too")
     t.eq(res.get("pair-c-gone"), "0", "the third killed: the daemon lets go of it")
     t.eq(res.get("pair-one-gone"), "0", "one of the pair killed: the daemon lets go of it")
