@@ -112,13 +112,74 @@ static bool kernel_moving(const NpManager *m, const NpProcess *p) {
                 fabs(p->locality - p->locality_prev) >= NP_KERNEL_SETTLED_LOCALITY;
 }
 
+uint64_t np_classify_member_floor(const NpManager *m) {
+        return m->config->min_process_memory / NP_GROUP_MEMBER_SHARE;
+}
+
+typedef struct {
+        uint64_t private_bytes; /* the members' resident memory less what they may share */
+        uint64_t shared_max; /* the largest shared resident set among them */
+        double cpu;
+        unsigned n;
+        bool was; /* a member was significant by the group at the scan before */
+} GroupDemand;
+
+static bool counts_in_group(NpManager *m, const NpProcess *p) {
+        return np_process_scan_memory(p) >= np_classify_member_floor(m) && p->cpu_measured > 0 &&
+                p->state != NP_PROC_EXCLUDED;
+}
+
+void np_classify_groups(NpManager *m, GPtrArray *procs) {
+        const NpConfig *c = m->config;
+        g_autoptr(GHashTable) demand = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        g_autofree GroupDemand **of = g_new0(GroupDemand *, procs->len + 1);
+        for (guint i = 0; i < procs->len; i++) {
+                NpProcess *p = procs->pdata[i];
+                np_classify_exclusion(m, p);
+                if (!counts_in_group(m, p))
+                        continue;
+                NpGroupKind kind = NP_GROUP_PROCESS;
+                g_autofree char *g = np_classify_group_of(m, p, &kind);
+                if (!g)
+                        continue;
+                char *key = g_strdup_printf("%s:%s", np_group_kind_to_string(kind), g);
+                GroupDemand *d = g_hash_table_lookup(demand, key);
+                if (d)
+                        g_free(key);
+                else {
+                        d = g_new0(GroupDemand, 1);
+                        g_hash_table_insert(demand, key, d);
+                }
+                uint64_t mem = np_process_scan_memory(p), shared = MIN(p->rss_shared_bytes, mem);
+                d->private_bytes += mem - shared;
+                d->shared_max = MAX(d->shared_max, shared);
+                d->cpu += p->cpu_usage;
+                d->n++;
+                d->was |= p->group_significant;
+                of[i] = d;
+        }
+        for (guint i = 0; i < procs->len; i++) {
+                NpProcess *p = procs->pdata[i];
+                const GroupDemand *d = of[i];
+                bool pass = false;
+                if (d && d->n >= 2) {
+                        double keep_mem = d->was ? NP_SIGNIFICANT_KEEP_MEMORY : 1.0;
+                        double keep_cpu = d->was ? NP_SIGNIFICANT_KEEP_CPU : 1.0;
+                        pass = (double) (d->private_bytes + d->shared_max) >=
+                                        keep_mem * (double) c->min_process_memory &&
+                                d->cpu >= keep_cpu * c->min_process_cpu;
+                }
+                p->group_significant = pass;
+        }
+}
+
 static bool is_significant(NpManager *m, NpProcess *p) {
         const NpConfig *c = m->config;
         /* held, or a move of it is queued or running: the policy's ledger
          * must count where it is going */
         if (np_process_held(p) || p->moving_to)
                 return true;
-        if (np_classify_included(m, p))
+        if (np_classify_included(m, p) || p->group_significant)
                 return true;
         if (p->significant)
                 return (double) np_process_scan_memory(p) >=

@@ -39,6 +39,23 @@ const char *np_classify_unit_of(NpManager *m, const NpProcess *p);
  * group of its own. Caller frees. */
 char *np_classify_group_of(NpManager *m, const NpProcess *p, NpGroupKind *kind);
 
+/* A process counts toward its group's demand (np_classify_groups()) from
+ * this much resident memory: MinProcessMemory= / NP_GROUP_MEMBER_SHARE.
+ * The scan keeps a record, and reads stat every scan, from it on. */
+#define NP_GROUP_MEMBER_SHARE 16
+uint64_t np_classify_member_floor(const NpManager *m);
+
+/* Group significance. Of `procs` (NpProcess*, those seen this scan), the
+ * ones at or above the member floor, with a measured CPU use, not
+ * excluded, that np_classify_group_of() puts in one group count together:
+ * when two or more do and their summed demand passes MinProcessMemory= and
+ * MinProcessCPU= (memory: each one's private pages, plus the largest
+ * shared resident set of any of them, once; with the hysteresis of a single
+ * process while the group was significant), each of them is significant
+ * (group_significant, read by np_classify_update()). The others' flag is
+ * cleared. */
+void np_classify_groups(NpManager *m, GPtrArray *procs);
+
 /* State "excluded" when p is excluded and not held; "observed" again when
  * an excluded one no longer is. */
 void np_classify_exclusion(NpManager *m, NpProcess *p);

@@ -30,6 +30,7 @@ struct NpProcTable {
         uint32_t gen;
         uint64_t page_size;
         bool huge_in_use, huge_changed; /* np_proc_table_watch_hugetlb() */
+        uint64_t huge_min_bytes; /* its min_bytes */
         NpProcTableStats totals; /* the counters part */
 };
 
@@ -100,7 +101,7 @@ void np_proc_table_free(NpProcTable *t) {
 
 /* ---- parsing ------------------------------------------------------------- */
 
-int np_parse_statm(const char *buf, uint64_t *resident, uint64_t *text, uint64_t *size) {
+int np_parse_statm(const char *buf, uint64_t *resident, uint64_t *text, uint64_t *size, uint64_t *shared) {
         if (!buf || !resident || !text)
                 return -EINVAL;
         uint64_t v[7];
@@ -120,6 +121,8 @@ int np_parse_statm(const char *buf, uint64_t *resident, uint64_t *text, uint64_t
         *text = v[3];
         if (size)
                 *size = v[0];
+        if (shared)
+                *shared = v[2];
         return 0;
 }
 
@@ -337,6 +340,7 @@ static NpProcEntry *sample_known(NpProcTable *t, NpProcEntry *e, uint32_t ino, u
                 e->no_statm = no_statm;
                 take_stat(t, e, &st, now);
                 e->rss_bytes = st.rss_pages > 0 ? (uint64_t) st.rss_pages * t->page_size : 0;
+                e->shared_bytes = 0;
                 if (fd < 0)
                         return e; /* no statm (a fixture tree): stat was the read */
         }
@@ -349,8 +353,8 @@ static NpProcEntry *sample_known(NpProcTable *t, NpProcEntry *e, uint32_t ino, u
                         drop(t, e);
                         return discover(t, pid, ino, now);
                 }
-                uint64_t resident, text, size;
-                if (k < 0 || np_parse_statm(buf, &resident, &text, &size) < 0) {
+                uint64_t resident, text, size, shared;
+                if (k < 0 || np_parse_statm(buf, &resident, &text, &size, &shared) < 0) {
                         drop(t, e);
                         return NULL;
                 }
@@ -365,6 +369,7 @@ static NpProcEntry *sample_known(NpProcTable *t, NpProcEntry *e, uint32_t ino, u
                 }
                 e->rss_bytes = resident * t->page_size;
                 e->size_bytes = size * t->page_size;
+                e->shared_bytes = MIN(shared, resident) * t->page_size;
                 return e;
         }
 
@@ -375,12 +380,14 @@ static NpProcEntry *sample_known(NpProcTable *t, NpProcEntry *e, uint32_t ino, u
                 return discover(t, pid, ino, now);
         }
         e->rss_bytes = st.rss_pages > 0 ? (uint64_t) st.rss_pages * t->page_size : 0;
+        e->shared_bytes = 0;
         return e;
 }
 
-void np_proc_table_watch_hugetlb(NpProcTable *t, bool in_use, bool changed) {
+void np_proc_table_watch_hugetlb(NpProcTable *t, bool in_use, bool changed, uint64_t min_bytes) {
         t->huge_in_use = in_use;
         t->huge_changed = changed;
+        t->huge_min_bytes = min_bytes;
 }
 
 /*
@@ -394,7 +401,8 @@ void np_proc_table_watch_hugetlb(NpProcTable *t, bool in_use, bool changed) {
  * that holds hugetlb pages every scan (a guest: few per machine).
  */
 static void look_hugetlb(NpProcTable *t, NpProcEntry *e, uint64_t min_rss_bytes) {
-        if (!t->huge_in_use || e->rss_bytes >= min_rss_bytes || e->size_bytes < min_rss_bytes) {
+        uint64_t min = MAX(t->huge_min_bytes, min_rss_bytes);
+        if (!t->huge_in_use || e->rss_bytes >= min || e->size_bytes < min) {
                 e->hugetlb_bytes = 0;
                 e->hugetlb_gen = 0;
                 return;

@@ -72,6 +72,8 @@ typedef struct {
         bool no_statm; /* the tree has no statm (a fixture): stat is read every scan (bookkeeping) */
         uint64_t rss_bytes; /* resident memory, this scan (statm, or stat beyond the cap) */
         uint64_t size_bytes; /* mapped, this scan (statm size, or stat vsize): hugetlb mappings too */
+        uint64_t shared_bytes; /* of rss_bytes, the file and shmem pages (statm shared); 0
+                                * when only stat was read */
         uint64_t hugetlb_bytes; /* hugetlb pages (status HugetlbPages) at the last look, 0 when
                                  * not looked at (np_proc_table_watch_hugetlb()) */
         uint64_t hugetlb_size; /* size_bytes at that look */
@@ -123,14 +125,14 @@ int np_proc_table_scan(NpProcTable *t, uint64_t min_rss_bytes, NpProcWantsStat w
  * whether more pages are in use than at the scan before (changed: some
  * process got huge pages): while in use, the scan looks at the HugetlbPages
  * line of status for a process whose resident memory is below the threshold
- * but whose mapped size is not (only a mapping can hold huge pages), when
+ * (the scan's, or min_bytes when higher) but whose mapped size is not (only a mapping can hold huge pages), when
  * its mapped size changed since its last look, more pages are in use, it held hugetlb pages
  * at its last look, or NP_HUGETLB_RECHECK_SCANS scans passed (a page of a
  * shared hugetlbfs file it maps is faulted in by another process); and
  * counts them with its resident memory against the threshold. While no
  * pool is in use, nothing is read.
  */
-void np_proc_table_watch_hugetlb(NpProcTable *t, bool in_use, bool changed);
+void np_proc_table_watch_hugetlb(NpProcTable *t, bool in_use, bool changed, uint64_t min_bytes);
 #define NP_HUGETLB_RECHECK_SCANS 12u
 
 /* Resident memory plus hugetlb pages: what the threshold is compared to. */
@@ -171,6 +173,6 @@ typedef enum {
 int np_proc_table_read_detail(NpProcTable *t, int pid, NpProcDetail which, char **contents);
 
 /* Parse a statm line ("size resident shared text lib data dt", in pages).
- * 0 with *resident, *text and *size (may be NULL) set, or -EINVAL for
- * anything else. */
-int np_parse_statm(const char *buf, uint64_t *resident, uint64_t *text, uint64_t *size);
+ * 0 with *resident, *text, *size and *shared (the last two may be NULL)
+ * set, or -EINVAL for anything else. */
+int np_parse_statm(const char *buf, uint64_t *resident, uint64_t *text, uint64_t *size, uint64_t *shared);

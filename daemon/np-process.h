@@ -86,8 +86,12 @@ typedef struct {
         uint64_t rss_bytes;
         uint64_t hugetlb_bytes; /* hugetlb pages (HugetlbPages), not in rss_bytes: from the
                                  * table's look (np_proc_table_watch_hugetlb()) or status */
+        uint64_t rss_shared_bytes; /* of rss_bytes, the file and shmem pages (statm's shared):
+                                    * what it may share with others; 0 when unknown */
         unsigned threads;
         bool significant; /* published and sampled in detail */
+        bool group_significant; /* its group's summed demand passes the thresholds, and it
+                                 * counts in it (np_classify_groups()) */
         bool seen; /* seen in the current scan */
 
         /* details (significant processes, or refreshed for an action) */

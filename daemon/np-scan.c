@@ -121,14 +121,15 @@ static bool wants_stat(void *userdata, const NpProcEntry *e) {
 }
 
 /* Does a process the manager has no record of need one? Only a process
- * that can be significant does: at or above MinProcessMemory, included (by
- * PID or an Include= name), or any process when Include=/Exclude= name
- * cgroups (its cgroup is read when it is new). The others live in the cheap
+ * that can be significant, alone or with its group, does: at or above the
+ * member floor (np_classify_member_floor()), included (by PID or an
+ * Include= name), or any process when Include=/Exclude= name cgroups. Its
+ * cgroup is read when the record is made. The others live in the cheap
  * tier only (np-proc-table.h), which keeps the daemon's memory small on a
  * machine of thousands of small processes; one that grows gets its record
- * in the scan that sees it above the threshold. */
+ * in the scan that sees it above the floor. */
 static bool needs_record(NpManager *m, const NpProcEntry *e, bool cgroup_rules) {
-        if (cgroup_rules || np_proc_entry_memory(e) >= m->config->min_process_memory)
+        if (cgroup_rules || np_proc_entry_memory(e) >= np_classify_member_floor(m))
                 return true;
         if (g_hash_table_size(m->included) > 0 && g_hash_table_contains(m->included, GINT_TO_POINTER(e->pid)))
                 return true;
@@ -170,12 +171,13 @@ static bool scan_processes(NpManager *m) {
         double uptime = -1.0; /* read when a new process needs it */
 
         /* every PID, the cheap way (np-proc-table.h); details for the significant */
-        np_proc_table_watch_hugetlb(m->proc_table, m->huge.in_use, m->huge_changed);
-        int r = np_proc_table_scan(m->proc_table, m->config->min_process_memory, wants_stat, m);
+        np_proc_table_watch_hugetlb(m->proc_table, m->huge.in_use, m->huge_changed, m->config->min_process_memory);
+        int r = np_proc_table_scan(m->proc_table, np_classify_member_floor(m), wants_stat, m);
         if (r < 0)
                 log_warning("Cannot list processes: %s", g_strerror(-r));
         const GPtrArray *entries = np_proc_table_entries(m->proc_table);
         unsigned held = 0;
+        g_autoptr(GPtrArray) seen = g_ptr_array_new();
         for (guint i = 0; i < entries->len; i++) {
                 const NpProcEntry *e = entries->pdata[i];
                 int pid = e->pid;
@@ -200,8 +202,7 @@ static bool scan_processes(NpManager *m) {
                         if (!needs_record(m, e, cgroup_rules))
                                 continue;
                         p = np_manager_add_process(m, pid, e->starttime);
-                        if (cgroup_rules)
-                                np_process_read_cgroup(p, m->proc_table);
+                        np_process_read_cgroup(p, m->proc_table);
                 }
                 /* CPU use comes from the last two stat reads, which the table
                  * makes only above MinProcessMemory (or when asked) */
@@ -234,8 +235,15 @@ static bool scan_processes(NpManager *m) {
                         : e->rss_bytes >= m->config->min_process_memory && m->huge.in_use ? p->hugetlb_bytes
                                                                                           : 0;
                 np_process_set_sample(p, e->comm, cpu, e->rss_bytes, huge, e->threads);
+                p->rss_shared_bytes = e->shared_bytes;
                 p->seen = true;
+                g_ptr_array_add(seen, p);
+        }
 
+        /* significant alone, or with its group */
+        np_classify_groups(m, seen);
+        for (guint i = 0; i < seen->len; i++) {
+                NpProcess *p = seen->pdata[i];
                 bool was = p->significant;
                 if (np_classify_update(m, p) < 0) {
                         /* vanished while reading: gone with the sweep below */

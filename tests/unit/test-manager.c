@@ -227,7 +227,11 @@ static void set_stat_field_of(Fixture *f, int pid, unsigned field, unsigned valu
         g_assert_true(g_regex_match(re, st, 0, NULL));
         g_autofree char *with = g_strdup_printf("\\1 %u ", value);
         g_autofree char *out = g_regex_replace(re, st, -1, 0, with, 0, NULL);
-        g_assert_true(g_file_set_contents(stat, out, -1, NULL));
+        /* in place: the table may hold the file open (a process with a statm) */
+        FILE *w = fopen(stat, "w");
+        g_assert_nonnull(w);
+        g_assert_cmpint(fputs(out, w), >=, 0);
+        g_assert_cmpint(fclose(w), ==, 0);
 }
 
 static void set_stat_field(Fixture *f, unsigned field, unsigned value) {
@@ -586,11 +590,12 @@ static void test_young_process_cpu(Fixture *f, gconstpointer data) {
         g_assert_cmpfloat(np_manager_process(f->m, 812)->cpu_usage, ==, 0.0);
 }
 
-/* Only a process that can be significant has a record of the manager's:
- * the small ones live in the cheap tier only, are still counted as seen,
- * and get a record in the scan that sees them above MinProcessMemory or
- * included. */
+/* Only a process that can be significant, alone or with its group, has a
+ * record of the manager's: the small ones (below MinProcessMemory/16) live
+ * in the cheap tier only, are still counted as seen, and get a record in
+ * the scan that sees them above it or included. */
 static void test_records_only_for_candidates(Fixture *f, gconstpointer data) {
+        f->m->config->min_process_memory = 200u << 20; /* the member floor: 12.5 MB */
         g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_nonnull(np_manager_process(f->m, 4242)); /* bigdb: 1 GB */
         g_assert_null(np_manager_process(f->m, 812)); /* sshd: 9 MB */
@@ -847,6 +852,55 @@ static void test_cgroup_group_shared_once(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(g_array_index(a->group_objects, NpSharedId, 0).inode, ==, 99);
 }
 
+/* Group significance: three processes of one container, none significant
+ * alone (80 MiB each against MinProcessMemory=100M, 0.3 CPU each against
+ * MinProcessCPU=0.5), are as one: 3 x 20 MiB private plus the 60 MiB they
+ * share, once, is 120 MiB, and 0.9 CPU. Three others just like them but
+ * sharing 75 MiB of their 80 (3 x 5 + 75 = 90 MiB) are not, though their
+ * resident memory sums to 240 MiB. */
+static void test_group_significance(Fixture *f, gconstpointer data) {
+        f->m->config->mode = NP_MODE_ADVISE;
+        f->m->config->min_process_cpu = 0.5;
+        const int pids[] = { 4343, 4444, 4545, 5353, 5454, 5555 };
+        for (unsigned i = 0; i < G_N_ELEMENTS(pids); i++) {
+                bool first = i < 3;
+                clone_bigdb(f, pids[i]);
+                g_autofree char *cg = g_strdup_printf("proc/%d/cgroup", pids[i]);
+                set_file(f, cg,
+                         first ? "0::/machine.slice/libpod-c1.scope/container\n"
+                               : "0::/machine.slice/libpod-c2.scope/container\n");
+                /* size resident shared text lib data dt, in pages */
+                g_autofree char *statm = g_strdup_printf("proc/%d/statm", pids[i]);
+                set_file(f, statm, first ? "787456 20480 15360 5 0 1000 0\n" : "787456 20480 19200 5 0 1000 0\n");
+        }
+        unsigned utime = 200000;
+        for (int scan = 0; scan < 3; scan++) {
+                utime += (unsigned) (0.3 * one_cpu_ticks());
+                for (unsigned i = 0; i < G_N_ELEMENTS(pids); i++)
+                        set_stat_field_of(f, pids[i], 14, utime);
+                scan_and_decide(f);
+        }
+        for (unsigned i = 0; i < G_N_ELEMENTS(pids); i++) {
+                NpProcess *p = np_manager_process(f->m, pids[i]);
+                g_assert_nonnull(p);
+                g_test_message("%d: %" G_GUINT64_FORMAT " MiB, %" G_GUINT64_FORMAT " MiB shared, %.2f CPU, %s", p->pid,
+                               p->rss_bytes >> 20, p->rss_shared_bytes >> 20, p->cpu_usage,
+                               p->significant ? p->decision : "not significant");
+                g_assert_cmpuint(p->rss_bytes, ==, 80u << 20);
+                g_assert_cmpfloat(p->cpu_usage, <, 0.5);
+                g_assert_true(p->group_significant == (i < 3));
+                g_assert_true(p->significant == (i < 3));
+                if (i < 3) {
+                        g_assert_true(g_str_has_prefix(
+                                p->decision, "with the 3 processes of its group /machine.slice/libpod-c1.scope"));
+                        g_assert_cmpstr(p->group, ==, "/machine.slice/libpod-c1.scope");
+                }
+        }
+        /* bigdb itself (1 GiB, no CPU used here) is in neither group */
+        NpProcess *big = np_manager_process(f->m, 4242);
+        g_assert_false(big && big->group_significant);
+}
+
 static void test_advice_reserves(Fixture *f, gconstpointer data) {
         g_autoptr(GError) e = NULL;
         g_assert_cmpint(np_scan_run(f->m), ==, 0);
@@ -1020,6 +1074,7 @@ int main(int argc, char **argv) {
         ADD("/manager/shared-group", "4node", test_shared_group);
         ADD("/manager/shared-small", "4node", test_shared_small);
         ADD("/manager/cgroup-group-shared-once", "4node", test_cgroup_group_shared_once);
+        ADD("/manager/group-significance", "4node", test_group_significance);
 #undef ADD
         return g_test_run();
 }

@@ -213,12 +213,12 @@ static uint64_t starttime_of(pid_t pid) {
 
 static void test_parse_statm(void) {
         uint64_t res = 0, text = 0;
-        g_assert_cmpint(np_parse_statm("586 124 101 1 0 56 0\n", &res, &text, NULL), ==, 0);
+        g_assert_cmpint(np_parse_statm("586 124 101 1 0 56 0\n", &res, &text, NULL, NULL), ==, 0);
         g_assert_cmpuint(res, ==, 124);
         g_assert_cmpuint(text, ==, 1);
-        g_assert_cmpint(np_parse_statm("0 0 0 0 0 0 0", &res, &text, NULL), ==, 0); /* zombie, kernel thread */
+        g_assert_cmpint(np_parse_statm("0 0 0 0 0 0 0", &res, &text, NULL, NULL), ==, 0); /* zombie, kernel thread */
         g_assert_cmpuint(res, ==, 0);
-        g_assert_cmpint(np_parse_statm("18446744073709551615 7 0 9 0 0 0\n", &res, &text, NULL), ==, 0);
+        g_assert_cmpint(np_parse_statm("18446744073709551615 7 0 9 0 0 0\n", &res, &text, NULL, NULL), ==, 0);
         g_assert_cmpuint(res, ==, 7);
         g_assert_cmpuint(text, ==, 9);
         static const char *bad[] = {
@@ -233,7 +233,7 @@ static void test_parse_statm(void) {
         };
         for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
                 g_test_message("bad statm: '%s'", bad[i]);
-                g_assert_cmpint(np_parse_statm(bad[i], &res, &text, NULL), ==, -EINVAL);
+                g_assert_cmpint(np_parse_statm(bad[i], &res, &text, NULL, NULL), ==, -EINVAL);
         }
 }
 
@@ -389,8 +389,8 @@ static void wait_text_mapped(pid_t pid) {
         for (int i = 0; i < 500; i++) {
                 g_autofree char *buf = NULL;
                 uint64_t resident, text;
-                if (g_file_get_contents(path, &buf, NULL, NULL) && np_parse_statm(buf, &resident, &text, NULL) == 0 &&
-                    text > 0)
+                if (g_file_get_contents(path, &buf, NULL, NULL) &&
+                    np_parse_statm(buf, &resident, &text, NULL, NULL) == 0 && text > 0)
                         return;
                 g_usleep(10000);
         }
@@ -580,7 +580,7 @@ static void test_pid_reuse_kept_fd(void) {
         g_autofree char *now = NULL;
         g_assert_true(g_file_get_contents(path, &now, NULL, NULL));
         uint64_t res, text;
-        g_assert_cmpint(np_parse_statm(now, &res, &text, NULL), ==, 0);
+        g_assert_cmpint(np_parse_statm(now, &res, &text, NULL, NULL), ==, 0);
         g_assert_cmpuint(res * 4096, >=, 48 * MIB);
 
         /* what the table does: the old entry is dropped, the new process is

@@ -798,7 +798,7 @@ static void test_hugetlb_proc_table(void) {
         use_tree("4node");
         g_autoptr(NpProcTable) tab = np_proc_table_new(64);
         for (int in_use = 1; in_use >= 0; in_use--) {
-                np_proc_table_watch_hugetlb(tab, in_use, false);
+                np_proc_table_watch_hugetlb(tab, in_use, false, 0);
                 g_assert_cmpint(np_proc_table_scan(tab, 300 * MIB, NULL, NULL), >, 0);
                 const NpProcEntry *e = np_proc_table_lookup(tab, 6000);
                 g_assert_nonnull(e);
