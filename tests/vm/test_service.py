@@ -243,8 +243,10 @@ for i in $(seq 1 240); do
     sleep 0.5
 done
 R pair-both-significant $seen
-busctl call $M Resume
+# (read while paused: once resumed, the daemon may place the pair before
+# the next command runs)
 R pair-before "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value pair | tr '\n' ' ')"
+busctl call $M Resume
 for i in $(seq 1 480); do
     m=$(busctl get-property $M ManagedProcesses)
     echo "$m" | grep -qw "$PA" && echo "$m" | grep -qw "$PB" && break
