@@ -60,6 +60,13 @@ static NpProcess *process_from_path(NpBus *b, const char *path) {
         return p && p->significant ? p : NULL;
 }
 
+static NpGroupView *group_from_path(NpBus *b, const char *path) {
+        unsigned id;
+        if (parse_id_suffix(path, NP_BUS_GROUP_PREFIX, &id) < 0)
+                return NULL;
+        return np_group_table_get(b->m->groups, id);
+}
+
 static int append_mask(sd_bus_message *reply, const NpMask *mask) {
         g_autoptr(GArray) a = np_mask_to_u32_array(mask);
         return sd_bus_message_append_array(reply, 'u', a->data, a->len * sizeof(guint32));
@@ -494,7 +501,12 @@ PROC_GETTER(proc_cgroup, return sd_bus_message_append(reply, "s", utf8_or(p->cgr
 PROC_GETTER(proc_decision, g_autofree char *text = np_process_decision_text(p);
             return sd_bus_message_append(reply, "s", utf8_or(text, ""));)
 PROC_GETTER(proc_unit, return sd_bus_message_append(reply, "s", utf8_or(p->unit ? p->unit : "", ""));)
-PROC_GETTER(proc_group, return sd_bus_message_append(reply, "s", utf8_or(p->group ? p->group : "", ""));)
+PROC_GETTER(proc_group, {
+        char group[96] = "/";
+        if (p->group_id && np_group_table_get(MGR(userdata)->groups, p->group_id))
+                g_snprintf(group, sizeof group, NP_BUS_GROUP_PREFIX "/%u", p->group_id);
+        return sd_bus_message_append(reply, "o", group);
+})
 PROC_GETTER(proc_target, {
         g_autoptr(NpMask) empty = np_mask_new();
         return append_mask(reply, p->target ? p->target : empty);
@@ -524,7 +536,7 @@ static const sd_bus_vtable process_vtable[] = {
         SD_BUS_PROPERTY("LastPlacedTimestamp", "t", proc_placed, 0, EMITS),
         SD_BUS_PROPERTY("Cgroup", "s", proc_cgroup, 0, EMITS),
         SD_BUS_PROPERTY("Unit", "s", proc_unit, 0, EMITS),
-        SD_BUS_PROPERTY("Group", "s", proc_group, 0, EMITS),
+        SD_BUS_PROPERTY("Group", "o", proc_group, 0, EMITS),
         SD_BUS_PROPERTY("Decision", "s", proc_decision, 0, EMITS),
         SD_BUS_VTABLE_END,
 };
@@ -549,6 +561,61 @@ static int process_enumerate(sd_bus *bus, const char *prefix, void *userdata, ch
                         g_array_append_val(pids, pid);
                 }
         return paths_from_ids(NP_BUS_PROCESS_PREFIX, pids, nodes);
+}
+
+/* ---- Group objects ------------------------------------------------------ */
+
+#define GROUP_GETTER(fn, body) \
+        GETTER(fn) { \
+                NpGroupView *g = group_from_path(userdata, path); \
+                if (!g) \
+                        return -ENOENT; \
+                body \
+        }
+
+GROUP_GETTER(group_name, return sd_bus_message_append(reply, "s", utf8_or(g->name, ""));)
+GROUP_GETTER(group_kind, return sd_bus_message_append(reply, "s", np_group_kind_to_string(g->kind));)
+GROUP_GETTER(group_members, return append_u32_garray(reply, g->members);)
+GROUP_GETTER(group_mem, return sd_bus_message_append(reply, "t", g->mem);)
+GROUP_GETTER(group_per_node, {
+        int r = sd_bus_message_open_container(reply, 'a', "(ut)");
+        for (guint i = 0; r >= 0 && i < g->per_node->len; i++) {
+                NpNodeBytes *nb = &g_array_index(g->per_node, NpNodeBytes, i);
+                r = sd_bus_message_append(reply, "(ut)", nb->node, nb->bytes);
+        }
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+})
+GROUP_GETTER(group_locality, return sd_bus_message_append(reply, "d", g->locality);)
+GROUP_GETTER(group_target, return append_mask(reply, g->target);)
+GROUP_GETTER(group_state, return sd_bus_message_append(reply, "s", utf8_or(g->state, ""));)
+GROUP_GETTER(group_decision, return sd_bus_message_append(reply, "s", utf8_or(g->decision, ""));)
+
+static const sd_bus_vtable group_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Name", "s", group_name, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Kind", "s", group_kind, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Members", "au", group_members, 0, EMITS),
+        SD_BUS_PROPERTY("MemoryBytes", "t", group_mem, 0, EMITS),
+        SD_BUS_PROPERTY("MemoryPerNode", "a(ut)", group_per_node, 0, EMITS),
+        SD_BUS_PROPERTY("Locality", "d", group_locality, 0, EMITS),
+        SD_BUS_PROPERTY("TargetNodes", "au", group_target, 0, EMITS),
+        SD_BUS_PROPERTY("State", "s", group_state, 0, EMITS),
+        SD_BUS_PROPERTY("Decision", "s", group_decision, 0, EMITS),
+        SD_BUS_VTABLE_END,
+};
+
+static int group_find(sd_bus *bus, const char *path, const char *iface, void *userdata, void **found,
+                      sd_bus_error *ret) {
+        if (!group_from_path(userdata, path))
+                return 0;
+        *found = userdata;
+        return 1;
+}
+
+static int group_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***nodes, sd_bus_error *ret) {
+        g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(guint32));
+        np_group_table_ids(MGR(userdata)->groups, ids);
+        return paths_from_ids(NP_BUS_GROUP_PREFIX, ids, nodes);
 }
 
 /* ---- publishing what changed -------------------------------------------- */
@@ -687,6 +754,35 @@ static void publish_processes(NpBus *b) {
         }
 }
 
+static const PropName group_props[] = {
+        { NP_GROUP_VIEW_MEMBERS, "Members" },      { NP_GROUP_VIEW_MEMORY, "MemoryBytes" },
+        { NP_GROUP_VIEW_MEMORY, "MemoryPerNode" }, { NP_GROUP_VIEW_LOCALITY, "Locality" },
+        { NP_GROUP_VIEW_TARGET, "TargetNodes" },   { NP_GROUP_VIEW_STATE, "State" },
+        { NP_GROUP_VIEW_DECISION, "Decision" },
+};
+
+static void publish_groups(NpBus *b) {
+        NpGroupTable *t = b->m->groups;
+        char path[96];
+        g_autoptr(GArray) removed = np_group_table_steal_removed(t);
+        for (guint i = 0; i < removed->len; i++) {
+                g_snprintf(path, sizeof path, NP_BUS_GROUP_PREFIX "/%u", g_array_index(removed, guint32, i));
+                sd_bus_emit_interfaces_removed(b->bus, path, NP_BUS_GROUP_IFACE, NULL);
+        }
+        g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(guint32));
+        np_group_table_ids(t, ids);
+        for (guint i = 0; i < ids->len; i++) {
+                NpGroupView *v = np_group_table_get(t, g_array_index(ids, guint32, i));
+                g_snprintf(path, sizeof path, NP_BUS_GROUP_PREFIX "/%u", v->id);
+                if (v->added)
+                        sd_bus_emit_interfaces_added(b->bus, path, NP_BUS_GROUP_IFACE, NULL);
+                else if (v->changed)
+                        emit_changed(b, path, NP_BUS_GROUP_IFACE, group_props, G_N_ELEMENTS(group_props), v->changed);
+                v->added = false;
+                v->changed = 0;
+        }
+}
+
 static void emit_placed(NpBus *b, const NpPlacedEvent *e) {
         g_autoptr(sd_bus_message) sig = NULL;
         int r = sd_bus_message_new_signal(b->bus, &sig, NP_BUS_PATH, NP_BUS_MANAGER_IFACE, "ProcessPlaced");
@@ -709,6 +805,7 @@ void np_bus_publish(NpBus *b) {
         NpPlacedEvent *e;
 
         publish_nodes(b);
+        publish_groups(b);
         publish_processes(b);
         emit_changed(b, NP_BUS_PATH, NP_BUS_MANAGER_IFACE, manager_props, G_N_ELEMENTS(manager_props),
                      m->changes.manager);
@@ -795,6 +892,11 @@ int np_bus_new(NpManager *m, sd_event *event, NpBus **out) {
                                                process_vtable, process_find, b);
         if (r >= 0)
                 r = sd_bus_add_node_enumerator(b->bus, NULL, NP_BUS_PROCESS_PREFIX, process_enumerate, b);
+        if (r >= 0)
+                r = sd_bus_add_fallback_vtable(b->bus, NULL, NP_BUS_GROUP_PREFIX, NP_BUS_GROUP_IFACE, group_vtable,
+                                               group_find, b);
+        if (r >= 0)
+                r = sd_bus_add_node_enumerator(b->bus, NULL, NP_BUS_GROUP_PREFIX, group_enumerate, b);
         if (r >= 0)
                 r = sd_bus_add_object_manager(b->bus, NULL, NP_BUS_PATH);
         if (r < 0) {

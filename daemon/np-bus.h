@@ -20,9 +20,11 @@
 #define NP_BUS_PATH "/org/numaplaced1"
 #define NP_BUS_NODE_PREFIX "/org/numaplaced1/node"
 #define NP_BUS_PROCESS_PREFIX "/org/numaplaced1/process"
+#define NP_BUS_GROUP_PREFIX "/org/numaplaced1/group"
 #define NP_BUS_MANAGER_IFACE "org.numaplaced1.Manager"
 #define NP_BUS_NODE_IFACE "org.numaplaced1.Node"
 #define NP_BUS_PROCESS_IFACE "org.numaplaced1.Process"
+#define NP_BUS_GROUP_IFACE "org.numaplaced1.Group"
 
 typedef struct NpBus NpBus;
 

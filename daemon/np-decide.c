@@ -432,6 +432,63 @@ static void settle_foreign(NpManager *m) {
         }
 }
 
+/* The groups of this round into the manager's table (the Group objects):
+ * members, pages (as the policy counted them), locality over the nodes its
+ * members run on, and its first member's target, state and decision
+ * without the "with the N processes of its group" prefix. */
+static void record_groups(NpManager *m, const Snapshot *s, const GPtrArray *decisions) {
+        g_autoptr(GHashTable) index = g_hash_table_new(g_direct_hash, g_direct_equal);
+        for (guint i = 0; i < s->cands->len; i++)
+                g_hash_table_insert(index, GINT_TO_POINTER(((NpProcess *) s->cands->pdata[i])->pid),
+                                    GUINT_TO_POINTER(i + 1));
+        np_group_table_begin(m->groups);
+        for (guint i = 0; s->groups.groups && i < s->groups.groups->len; i++) {
+                const NpGroup *g = s->groups.groups->pdata[i];
+                if (!g->members->len)
+                        continue;
+                g_autofree char *name = np_group_key_name(&g->key);
+                NpGroupView *v = np_group_table_take(m->groups, name, g->key.kind);
+                g_autoptr(GArray) pids = g_array_new(FALSE, FALSE, sizeof(guint32));
+                g_autoptr(NpMask) running = np_mask_new();
+                NpProcess *first = NULL;
+                guint first_at = 0;
+                for (guint k = 0; k < g->members->len; k++) {
+                        int pid = g_array_index(g->members, NpGroupJoin, k).pid;
+                        guint at = GPOINTER_TO_UINT(g_hash_table_lookup(index, GINT_TO_POINTER(pid)));
+                        if (!at)
+                                continue;
+                        NpProcess *p = s->cands->pdata[at - 1];
+                        guint32 u = (guint32) pid;
+                        g_array_append_val(pids, u);
+                        if (p->running_nodes)
+                                np_mask_or(running, p->running_nodes);
+                        if (!first) {
+                                first = p;
+                                first_at = at - 1;
+                        }
+                        np_process_set_group_id(p, v->id);
+                }
+                if (!first)
+                        continue;
+                uint64_t local = 0;
+                for (guint j = 0; g->per_node && j < g->per_node->len; j++) {
+                        const NpNodeBytes *nb = &g_array_index(g->per_node, NpNodeBytes, j);
+                        if (np_mask_test(running, nb->node))
+                                local += nb->bytes;
+                }
+                np_group_view_set_members(v, pids);
+                np_group_view_set_memory(v, g->mem, g->per_node);
+                np_group_view_set_locality(v, g->mem ? (double) local / (double) g->mem : 1.0);
+                np_group_view_set_target(v, first->target);
+                np_group_view_set_state(v, np_proc_state_to_string(first->state));
+                NpReason r = ((const NpDecision *) decisions->pdata[first_at])->reason;
+                r.group_members = 0; /* a shallow copy: rendered only */
+                g_autofree char *why = np_reason_render(&r);
+                np_group_view_set_decision(v, why);
+        }
+        np_group_table_end(m->groups);
+}
+
 void np_decide_run(NpManager *m) {
         /* Nothing to decide while paused, or on a machine with one node of
          * memory (every process is local there). */
@@ -439,6 +496,9 @@ void np_decide_run(NpManager *m) {
                 return;
         if (np_mask_weight(m->topology->with_memory) < 2) {
                 settle_foreign(m);
+                /* no groups are decided there */
+                np_group_table_begin(m->groups);
+                np_group_table_end(m->groups);
                 return;
         }
         g_auto(Snapshot) s = { 0 };
@@ -453,6 +513,7 @@ void np_decide_run(NpManager *m) {
                 settle_state(m, p, hold, d, why);
                 carry_out(m, p, d, why);
         }
+        record_groups(m, &s, decisions);
 }
 
 NpMask *np_decide_advise(NpManager *m, double cpus, uint64_t bytes, NpAdviceFit *fit, GError **error) {

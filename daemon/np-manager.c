@@ -87,6 +87,7 @@ NpManager *np_manager_new(const char *config_file, NpConfig *config, GError **er
         m->cpus_changed = np_mask_new();
         m->reservations = np_reservations_new();
         np_reservations_record_changes(m->reservations, &m->changes.manager, NP_MANAGER_RESERVATIONS);
+        m->groups = np_group_table_new();
 
         if (np_topology_load(&m->topology, error) < 0)
                 return NULL;
@@ -100,6 +101,7 @@ void np_manager_free(NpManager *m) {
         np_backend_free(m->backend);
         sd_event_source_disable_unref(m->reservation_timer);
         np_reservations_free(m->reservations);
+        np_group_table_free(m->groups);
         g_hash_table_destroy(m->processes);
         np_proc_table_free(m->proc_table);
         g_hash_table_destroy(m->included);

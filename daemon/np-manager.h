@@ -20,6 +20,7 @@
 #include "np-backend.h"
 #include "np-config.h"
 #include "np-error.h"
+#include "np-group-table.h"
 #include "np-mover.h"
 #include "np-nodemask.h"
 #include "np-proc-table.h"
@@ -114,6 +115,7 @@ typedef struct NpManager {
         char *backend_name;
         NpMover *mover; /* NULL until np_placement_setup() */
         NpReservations *reservations; /* the room answers of Advise() hold (np-advice.h) */
+        NpGroupTable *groups; /* the placement groups of the last decision round, for the bus */
         sd_event_source *reservation_timer; /* fires at the next reservation's expiry, or NULL */
         uint64_t advice_notice_usec; /* CLOCK_MONOTONIC of the last notice about an unprivileged Advise() */
         unsigned advice_notices_dropped; /* notices left out since (np-advice.c) */

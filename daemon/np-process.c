@@ -408,6 +408,13 @@ void np_process_set_group(NpProcess *p, const char *group, const GArray *objects
                 p->group_objects = g_array_copy((GArray *) objects);
 }
 
+void np_process_set_group_id(NpProcess *p, unsigned id) {
+        if (p->group_id == id)
+                return;
+        p->group_id = id;
+        mark(p, NP_PROCESS_GROUP);
+}
+
 const NpShmap *np_process_shmap_of(const NpProcess *p, const NpNumaMapsShm *s) {
         for (guint i = 0; p->shmaps && i < p->shmaps->len; i++) {
                 const NpShmap *m = &g_array_index(p->shmaps, NpShmap, i);

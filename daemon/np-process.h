@@ -136,6 +136,8 @@ typedef struct {
         bool finish_deferred; /* placed, but its unit's memory nodes wait for a sibling's move (np-placement.c) */
         char *group; /* the placement group the policy last decided it in (np_group_key_name()),
                       * NULL = none (a process of its own) */
+        unsigned group_id; /* its group's entry in the manager's group table (the Group
+                            * object), 0 = none yet */
         GArray *group_objects; /* NpSharedId: the shared memory of its group that only the group
                                 * maps, which its moves carry whatever MoveSharedPages= says;
                                 * NULL = none */
@@ -216,6 +218,9 @@ void np_process_set_sample(NpProcess *p, const char *comm, double cpu_usage, uin
  * its own) and the shared objects its moves carry (NpSharedId, copied; NULL
  * = none), with the changed bit of Group. */
 void np_process_set_group(NpProcess *p, const char *group, const GArray *objects);
+/* Set the id of its group's entry in the manager's group table (the Group
+ * object it points to; 0 = none). */
+void np_process_set_group_id(NpProcess *p, unsigned id);
 
 /* Set the policy's decision text and the changed bit. */
 void np_process_set_decision(NpProcess *p, const char *why);

@@ -53,7 +53,12 @@ typedef struct {
         GArray *nodes; /* Node */
         GArray *procs; /* Proc */
         GArray *reservations; /* Reservation */
+        GHashTable *group_names; /* Group object path -> its Name, for groups of more than a process */
 } Status;
+
+typedef struct {
+        char *name, *kind;
+} Grp;
 
 static void status_clear(Status *s) {
         g_free(s->version);
@@ -77,6 +82,8 @@ static void status_clear(Status *s) {
                 g_array_unref(g_array_index(s->reservations, Reservation, i).nodes);
         if (s->reservations)
                 g_array_unref(s->reservations);
+        if (s->group_names)
+                g_hash_table_unref(s->group_names);
         if (s->nodes)
                 g_array_unref(s->nodes);
         if (s->procs)
@@ -180,8 +187,15 @@ static int read_proc_prop(sd_bus_message *m, const char *name, Proc *p) {
                 return read_string(m, &p->state);
         if (strcmp(name, "Decision") == 0)
                 return read_string(m, &p->decision);
-        if (strcmp(name, "Group") == 0)
-                return read_string(m, &p->group);
+        if (strcmp(name, "Group") == 0) { /* its object path; named after the read */
+                const char *path;
+                int r = sd_bus_message_read_basic(m, 'o', &path);
+                if (r >= 0) {
+                        g_free(p->group);
+                        p->group = g_strdup(path);
+                }
+                return r;
+        }
         if (strcmp(name, "MemoryPerNode") == 0) {
                 int r = sd_bus_message_enter_container(m, 'a', "(ut)");
                 if (r < 0)
@@ -197,10 +211,18 @@ static int read_proc_prop(sd_bus_message *m, const char *name, Proc *p) {
         return 0;
 }
 
-typedef enum { OBJ_OTHER, OBJ_MANAGER, OBJ_NODE, OBJ_PROC } ObjKind;
+static int read_group_prop(sd_bus_message *m, const char *name, Grp *g) {
+        if (strcmp(name, "Name") == 0)
+                return read_string(m, &g->name);
+        if (strcmp(name, "Kind") == 0)
+                return read_string(m, &g->kind);
+        return 0;
+}
+
+typedef enum { OBJ_OTHER, OBJ_MANAGER, OBJ_NODE, OBJ_PROC, OBJ_GROUP } ObjKind;
 
 /* a{sv} of one interface into the object it describes. */
-static int read_props(sd_bus_message *m, ObjKind kind, Status *s, Node *n, Proc *p) {
+static int read_props(sd_bus_message *m, ObjKind kind, Status *s, Node *n, Proc *p, Grp *g) {
         int r = sd_bus_message_enter_container(m, 'a', "{sv}");
         if (r < 0)
                 return r;
@@ -222,6 +244,8 @@ static int read_props(sd_bus_message *m, ObjKind kind, Status *s, Node *n, Proc 
                         r = read_node_prop(m, name, n);
                 else if (kind == OBJ_PROC)
                         r = read_proc_prop(m, name, p);
+                else if (kind == OBJ_GROUP)
+                        r = read_group_prop(m, name, g);
                 if (r == 0) /* not used here */
                         r = sd_bus_message_skip(m, contents);
                 if (r < 0)
@@ -254,6 +278,7 @@ static int read_objects(sd_bus_message *m, Status *s) {
                            .managed = g_array_new(FALSE, FALSE, sizeof(guint32)) };
                 Proc p = { .per_node = g_array_new(FALSE, FALSE, sizeof(PerNode)),
                            .target = g_array_new(FALSE, FALSE, sizeof(guint32)) };
+                Grp g = { 0 };
                 bool is_node = false, is_proc = false;
                 while ((r = sd_bus_message_enter_container(m, 'e', "sa{sv}")) > 0) {
                         const char *iface;
@@ -263,10 +288,11 @@ static int read_objects(sd_bus_message *m, Status *s) {
                         ObjKind kind = strcmp(iface, BUS_NAME ".Manager") == 0 ? OBJ_MANAGER
                                 : strcmp(iface, BUS_NAME ".Node") == 0         ? OBJ_NODE
                                 : strcmp(iface, BUS_NAME ".Process") == 0      ? OBJ_PROC
+                                : strcmp(iface, BUS_NAME ".Group") == 0        ? OBJ_GROUP
                                                                                : OBJ_OTHER;
                         is_node |= kind == OBJ_NODE;
                         is_proc |= kind == OBJ_PROC;
-                        r = read_props(m, kind, s, &n, &p);
+                        r = read_props(m, kind, s, &n, &p, &g);
                         if (r < 0)
                                 break;
                         r = sd_bus_message_exit_container(m);
@@ -283,6 +309,10 @@ static int read_objects(sd_bus_message *m, Status *s) {
                         g_array_unref(n.cpus);
                         g_array_unref(n.managed);
                 }
+                if (r >= 0 && g.name && g.kind && strcmp(g.kind, "process") != 0)
+                        g_hash_table_insert(s->group_names, g_strdup(path), g_steal_pointer(&g.name));
+                g_free(g.name);
+                g_free(g.kind);
                 if (is_proc && r >= 0)
                         g_array_append_val(s->procs, p);
                 else {
@@ -514,7 +544,16 @@ int np_status_main(bool json) {
         s.nodes = g_array_new(FALSE, TRUE, sizeof(Node));
         s.procs = g_array_new(FALSE, TRUE, sizeof(Proc));
         s.reservations = g_array_new(FALSE, TRUE, sizeof(Reservation));
+        s.group_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
         r = read_objects(reply, &s);
+        /* each process's Group object path to that group's name (none for a
+         * process of its own) */
+        for (guint i = 0; r >= 0 && i < s.procs->len; i++) {
+                Proc *p = &g_array_index(s.procs, Proc, i);
+                const char *name = p->group ? g_hash_table_lookup(s.group_names, p->group) : NULL;
+                g_free(p->group);
+                p->group = g_strdup(name);
+        }
         if (r >= 0) {
                 /* the Manager is the object manager itself: not among the
                  * managed objects */
@@ -529,7 +568,7 @@ int np_status_main(bool json) {
                         status_clear(&s);
                         return 1;
                 }
-                r = read_props(props, OBJ_MANAGER, &s, NULL, NULL);
+                r = read_props(props, OBJ_MANAGER, &s, NULL, NULL, NULL);
         }
         sd_bus_flush_close_unref(bus);
         if (r < 0) {

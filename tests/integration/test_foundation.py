@@ -383,9 +383,20 @@ class Introspection(BusTestCase):
         self.start(FIXTURE_CONF, root=os.path.join(nptest.FIXTURES, "4node"))
         shipped = ET.parse(os.path.join(nptest.SRC, "systemd", "org.numaplaced1.xml")).getroot()
         shipped_ifaces = {i.get("name"): i for i in shipped.findall("interface")}
+        # bigdb's group (a process of its own): its object once decided
+        proc = "/org/numaplaced1/process/4242"
+        deadline = time.monotonic() + 30
+        while (group := self.bus.get("Group", path=proc, iface="org.numaplaced1.Process")) == "/":
+            self.assertLess(time.monotonic(), deadline, "bigdb's Group object")
+            time.sleep(0.2)
+        self.assertTrue(group.startswith("/org/numaplaced1/group/"), group)
+        self.assertEqual(self.bus.get("Name", path=group, iface="org.numaplaced1.Group"), "pid:4242")
+        self.assertEqual(self.bus.get("Kind", path=group, iface="org.numaplaced1.Group"), "process")
+        self.assertEqual(self.bus.get("Members", path=group, iface="org.numaplaced1.Group"), [4242])
         for path, name in (("/org/numaplaced1", "org.numaplaced1.Manager"),
                            ("/org/numaplaced1/node/0", "org.numaplaced1.Node"),
-                           ("/org/numaplaced1/process/4242", "org.numaplaced1.Process")):
+                           (proc, "org.numaplaced1.Process"),
+                           (group, "org.numaplaced1.Group")):
             xml = self.bus.busctl("introspect", "--xml-interface", MGR[0], path).stdout
             live = {i.get("name"): i for i in ET.fromstring(xml).findall("interface")}
             self.assertIn(name, shipped_ifaces)

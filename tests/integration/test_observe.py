@@ -299,6 +299,16 @@ class Status(nptest.BusTestCase):
                        key=lambda n: n["Id"])
         procs = sorted((o["org.numaplaced1.Process"] for o in objs.values()
                         if "org.numaplaced1.Process" in o), key=lambda p: p["Pid"])
+        # each process's Group object lists it; the status names groups of
+        # more than a process by the group's Name
+        group_name = {}
+        for p in procs:
+            g = objs.get(p["Group"], {}).get("org.numaplaced1.Group")
+            if p["Group"] != "/":
+                self.assertTrue(p["Group"].startswith("/org/numaplaced1/group/"), p["Group"])
+                self.assertIsNotNone(g, f"{p['Pid']}: no object {p['Group']}")
+                self.assertIn(p["Pid"], g["Members"])
+            group_name[p["Pid"]] = g["Name"] if g and g["Kind"] != "process" else ""
 
         # JSON: every node and process, values equal to busctl's
         r = self.status("--json", user=65534)  # no root needed
@@ -315,7 +325,7 @@ class Status(nptest.BusTestCase):
             self.assertEqual(jp["comm"], p["Comm"])
             self.assertEqual(jp["memory_bytes"], p["MemoryBytes"])
             self.assertEqual(jp["state"], p["State"])
-            self.assertEqual(jp["group"], p["Group"])
+            self.assertEqual(jp["group"], group_name[p["Pid"]])
             self.assertEqual(jp["target_nodes"], p["TargetNodes"])
             self.assertAlmostEqual(jp["locality"], p["Locality"], places=4)
             self.assertEqual(jp["memory_per_node"], {str(n): b for n, b in p["MemoryPerNode"]})
@@ -330,7 +340,7 @@ class Status(nptest.BusTestCase):
             self.assertEqual(len(row), 1, r.stdout)
             self.assertIn(p["Comm"][:16], row[0])
             # the last two cells: State, then Group ("-" for none)
-            self.assertEqual(row[0].split()[-2:], [p["State"], p["Group"] or "-"], row[0])
+            self.assertEqual(row[0].split()[-2:], [p["State"], group_name[p["Pid"]] or "-"], row[0])
             per = dict((n, b) for n, b in p["MemoryPerNode"])
             cells = row[0][8 + 1 + 16:].split()
             for i, n in enumerate(nodes):

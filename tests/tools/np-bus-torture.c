@@ -523,6 +523,11 @@ static void phase_properties(void) {
                 PATH "/process/1",
                 PATH "/process/x",
                 PATH "/process",
+                PATH "/group/0",
+                PATH "/group/1",
+                PATH "/group/4294967295",
+                PATH "/group/x",
+                PATH "/group",
                 "/",
                 "/org",
                 PATH "/node/00",
@@ -554,6 +559,7 @@ static void phase_properties(void) {
                 introspect(odd_paths[i]);
                 get_all(odd_paths[i], NODE_IFACE);
                 get_all(odd_paths[i], PROC_IFACE);
+                get_all(odd_paths[i], "org.numaplaced1.Group");
                 props_get(odd_paths[i], NODE_IFACE, "Id", false);
                 {
                         g_autoptr(sd_bus_message) m = new_call(odd_paths[i], MGR, "Dump");

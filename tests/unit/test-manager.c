@@ -899,6 +899,43 @@ static void test_group_significance(Fixture *f, gconstpointer data) {
         /* bigdb itself (1 GiB, no CPU used here) is in neither group */
         NpProcess *big = np_manager_process(f->m, 4242);
         g_assert_false(big && big->group_significant);
+
+        /* the group as the bus shows it (org.numaplaced1.Group) */
+        NpGroupView *v = np_group_table_find(f->m->groups, "/machine.slice/libpod-c1.scope");
+        g_assert_nonnull(v);
+        g_assert_cmpint(v->kind, ==, NP_GROUP_CGROUP);
+        g_assert_cmpuint(v->members->len, ==, 3);
+        for (unsigned i = 0; i < 3; i++) {
+                g_assert_cmpuint(g_array_index(v->members, guint32, i), ==, (guint32) pids[i]);
+                g_assert_cmpuint(np_manager_process(f->m, pids[i])->group_id, ==, v->id);
+        }
+        g_assert_cmpuint(v->mem, >, 0);
+        g_assert_cmpuint(v->per_node->len, >, 0);
+        g_assert_cmpfloat(v->locality, >=, 0.0);
+        g_assert_cmpfloat(v->locality, <=, 1.0);
+        g_assert_false(np_mask_empty(v->target));
+        g_assert_cmpstr(v->state, ==, "advised");
+        g_test_message("group %u %s: %s", v->id, v->name, v->decision);
+        g_assert_true(*v->decision && !g_str_has_prefix(v->decision, "with the"));
+        g_assert_cmpuint(np_group_table_size(f->m->groups), ==, 1); /* the others are not significant */
+        g_assert_true(v->added);
+        v->added = false; /* published (what the bus does) */
+        GArray *removed = np_group_table_steal_removed(f->m->groups);
+        g_array_unref(removed);
+
+        /* the container ends: its group goes with the next round */
+        for (unsigned i = 0; i < 3; i++) {
+                g_autofree char *rel = g_strdup_printf("proc/%d", pids[i]);
+                g_autofree char *dir = fixture_path(f, rel);
+                remove_tree(dir);
+        }
+        unsigned id = v->id;
+        scan_and_decide(f);
+        g_assert_null(np_group_table_get(f->m->groups, id));
+        removed = np_group_table_steal_removed(f->m->groups);
+        g_assert_cmpuint(removed->len, ==, 1);
+        g_assert_cmpuint(g_array_index(removed, guint32, 0), ==, id);
+        g_array_unref(removed);
 }
 
 static void test_advice_reserves(Fixture *f, gconstpointer data) {

@@ -61,6 +61,9 @@ M="org.numaplaced1 /org/numaplaced1 org.numaplaced1.Manager"
 prop() { busctl get-property $M "$1" 2>&1 | tr '\n' ' '; }
 pprop() { busctl get-property org.numaplaced1 /org/numaplaced1/process/$1 org.numaplaced1.Process "$2" 2>&1 |
     tr '\n' ' '; }
+# a property of the Group object of process $1
+gprop() { busctl get-property org.numaplaced1 "$(pprop $1 Group | cut -d'"' -f2)" org.numaplaced1.Group "$2" 2>&1 |
+    tr '\n' ' '; }
 scope() { systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value "$1" | tr '\n' ' '; }
 lists() { awk '/^(Cpus|Mems)_allowed_list/ {printf "%s ", $2}' /proc/$1/status; }
 numa() { awk '{ for (i = 2; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split(substr($i, 2), a, "="); s[a[1]] += a[2] * 4 } }
@@ -168,7 +171,10 @@ R a-target $(pprop $AP TargetNodes)
 R a-decision "$(pprop $AP Decision)"
 R a-bus-cgroup "$(pprop $AP Cgroup)"
 R a-bus-unit "$(pprop $AP Unit)"
-R a-bus-group "$(pprop $AP Group)"
+R a-bus-group $(pprop $AP Group)
+R a-group-name "$(gprop $AP Name)"
+R a-group-kind "$(gprop $AP Kind)"
+R a-group-members "$(gprop $AP Members)"
 R a-numa $(numa $AP)
 R a-scope-placed "$(scope $AS)"
 R a-lists-placed $(lists $AP)
@@ -195,6 +201,14 @@ R a-decision-group "$(pprop $AP Decision)"
 R a-state-group $(pprop $AP State)
 R a-target-group $(pprop $AP TargetNodes)
 R a-scope-group "$(scope $AS)"
+R g-name "$(gprop $AP Name)"
+R g-members "$(gprop $AP Members)"
+R g-target $(gprop $AP TargetNodes)
+R g-state $(gprop $AP State)
+R g-decision "$(gprop $AP Decision)"
+R g-memory "$(gprop $AP MemoryBytes)"
+R g-locality "$(gprop $AP Locality)"
+R j-group $(pprop $JP Group)
 R j-lists $(lists $JP)
 grep -E '^(\[process|Unit|SystemdAllowed|Backend)' /run/numaplaced/state | tr '\n' ' ' | { read -r l; R state-file "$l"; }
 
@@ -311,8 +325,12 @@ def body():
             f"a default Groups= glob matches A's scope: {m} (globs {default_globs()})")
     t.eq(res.get("a-unit"), f"libpod-{aid}.scope", "A's unit is its libpod scope")
     t.eq((res.get("a-bus-unit") or "").strip(), f's "libpod-{aid}.scope"', "the daemon's Unit of A")
-    t.eq((res.get("a-bus-group") or "").strip(), f's "/machine.slice/libpod-{aid}.scope"',
-         "the daemon's Group of A alone: the scope the default Groups= glob matched")
+    t.check((res.get("a-bus-group") or "").startswith('o "/org/numaplaced1/group/'),
+            f"A's Group is an object path: {res.get('a-bus-group')}")
+    t.eq((res.get("a-group-name") or "").strip(), f's "/machine.slice/libpod-{aid}.scope"',
+         "its Group object's Name, A alone: the scope the default Groups= glob matched")
+    t.eq((res.get("a-group-kind") or "").strip(), 's "cgroup"', "its Kind")
+    t.eq((res.get("a-group-members") or "").split(), ["au", "1", res.get("a-pid") or "?"], "its Members: A")
     t.eq(res.get("a-scope-before"), "  ", "A's scope had no AllowedCPUs/AllowedMemoryNodes before")
     t.eq(res.get("a-lists-before"), "0-3 0-3", "A ran on the whole machine before")
     managed = (res.get("a-managed") or "").split()
@@ -352,6 +370,17 @@ def body():
     t.eq(res.get("a-target-group"), res.get("a-target"), "A still on its node")
     t.eq(res.get("a-scope-group"), f"{node} {node} ", "A's scope still carries the target")
     t.eq(res.get("j-lists"), f"{node} {node}", "the exec'd process runs on the target")
+    # the group on the bus
+    t.eq(res.get("j-group"), res.get("a-bus-group"), "the exec'd process points to A's Group object")
+    t.eq((res.get("g-name") or "").strip(), f's "{scope_cg}"', "the Group object's Name")
+    t.eq(sorted((res.get("g-members") or "").split()[2:], key=int), sorted([ap, jp], key=int),
+         f"its Members: A and the exec'd process ({res.get('g-members')})")
+    t.eq(res.get("g-target"), res.get("a-target"), "its TargetNodes: A's node")
+    t.eq(res.get("g-state"), 's "placed"', "its State")
+    gdec = res.get("g-decision") or ""
+    t.check(gdec.startswith('s "') and not gdec.startswith('s "with the'),
+            f"its Decision, without the members' prefix: {gdec}")
+    print(f"  ..   the group: MemoryBytes {res.get('g-memory')}, Locality {res.get('g-locality')}")
     t.check(f"libpod-{aid}.scope" in (res.get("state-file") or ""),
             f"the state file records A's scope: {res.get('state-file')}")
     # 4
