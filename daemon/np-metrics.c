@@ -17,6 +17,7 @@ NpMetrics *np_metrics_new(void) {
         NpMetrics *s = g_new0(NpMetrics, 1);
         s->nodes = g_array_new(FALSE, TRUE, sizeof(NpMetricsNode));
         s->processes = g_array_new(FALSE, TRUE, sizeof(NpMetricsProcess));
+        s->groups = g_array_new(FALSE, TRUE, sizeof(NpMetricsGroup));
         s->version = NP_VERSION;
         s->backend = "none";
         s->mode = "enforce";
@@ -33,6 +34,12 @@ void np_metrics_free(NpMetrics *s) {
                 g_free(p->group);
         }
         g_array_unref(s->processes);
+        for (guint i = 0; i < s->groups->len; i++) {
+                NpMetricsGroup *g = &g_array_index(s->groups, NpMetricsGroup, i);
+                g_free(g->name);
+                g_free(g->nodes);
+        }
+        g_array_unref(s->groups);
         g_array_unref(s->nodes);
         g_free(s);
 }
@@ -48,6 +55,19 @@ void np_metrics_add_process(NpMetrics *s, int pid, const char *comm, const char 
                 .locality = locality,
         };
         g_array_append_val(s->processes, p);
+}
+
+void np_metrics_add_group(NpMetrics *s, const char *name, const char *kind, const char *nodes, unsigned members,
+                          uint64_t memory_bytes, double locality) {
+        NpMetricsGroup g = {
+                .name = g_strdup(name ? name : ""),
+                .kind = kind ? kind : "",
+                .nodes = g_strdup(nodes ? nodes : ""),
+                .members = members,
+                .memory_bytes = memory_bytes,
+                .locality = locality,
+        };
+        g_array_append_val(s->groups, g);
 }
 
 /* ---- collecting (the manager's state now) ------------------------------- */
@@ -109,6 +129,19 @@ NpMetrics *np_metrics_collect(NpManager *m, unsigned max_processes) {
                 np_metrics_add_process(s, p->pid, p->comm, nodes, p->group, np_process_scan_memory(p), p->locality);
         }
         g_array_sort(s->processes, by_pid);
+
+        /* the groups of more than a process alone (those are the
+         * per-process series), in id order: a group's series stays put */
+        g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(guint32));
+        np_group_table_ids(m->groups, ids);
+        for (guint i = 0; i < ids->len && s->groups->len < max_processes; i++) {
+                const NpGroupView *g = np_group_table_get(m->groups, g_array_index(ids, guint32, i));
+                if (g->kind == NP_GROUP_PROCESS)
+                        continue;
+                g_autofree char *nodes = np_mask_format(g->target);
+                np_metrics_add_group(s, g->name, np_group_kind_to_string(g->kind), nodes, g->members->len, g->mem,
+                                     g->locality);
+        }
 
         s->migrated_bytes = m->migrated_bytes;
         s->migration_calls = m->migration_calls;
@@ -257,6 +290,31 @@ char *np_metrics_format(const NpMetrics *s) {
         for (guint i = 0; i < s->processes->len; i++)
                 sample_double(o, "numaplaced_process_locality_ratio", labels->pdata[i],
                               g_array_index(s->processes, NpMetricsProcess, i).locality);
+
+        g_autoptr(GPtrArray) glabels = g_ptr_array_new_with_free_func(g_free);
+        for (guint i = 0; i < s->groups->len; i++) {
+                const NpMetricsGroup *g = &g_array_index(s->groups, NpMetricsGroup, i);
+                g_autofree char *name = np_metrics_escape_label(g->name);
+                g_autofree char *nodes = np_metrics_escape_label(g->nodes);
+                g_ptr_array_add(glabels,
+                                g_strdup_printf("{group=\"%s\",kind=\"%s\",nodes=\"%s\"}", name, g->kind, nodes));
+        }
+        family(o, "numaplaced_group_members", "gauge",
+               "Significant processes of a placement group of more than one process (group: its name; kind: "
+               "cgroup, unit or shared; nodes: where it is placed).");
+        for (guint i = 0; i < s->groups->len; i++)
+                sample_u64(o, "numaplaced_group_members", glabels->pdata[i],
+                           g_array_index(s->groups, NpMetricsGroup, i).members);
+        family(o, "numaplaced_group_memory_bytes", "gauge",
+               "Memory of a placement group as the policy counts it (its shared objects once).");
+        for (guint i = 0; i < s->groups->len; i++)
+                sample_u64(o, "numaplaced_group_memory_bytes", glabels->pdata[i],
+                           g_array_index(s->groups, NpMetricsGroup, i).memory_bytes);
+        family(o, "numaplaced_group_locality_ratio", "gauge",
+               "Share of a placement group's memory on the nodes its processes run on (0 to 1).");
+        for (guint i = 0; i < s->groups->len; i++)
+                sample_double(o, "numaplaced_group_locality_ratio", glabels->pdata[i],
+                              g_array_index(s->groups, NpMetricsGroup, i).locality);
 
         family(o, "numaplaced_reservations", "gauge",
                "Reservations the answers of Advise() (numad -w) hold now (AdviceHoldSec=).");

@@ -32,6 +32,16 @@ typedef struct {
         double locality; /* 0..1 */
 } NpMetricsProcess;
 
+/* A placement group of more than a process alone (an org.numaplaced1.Group). */
+typedef struct {
+        char *name; /* the Group's Name */
+        const char *kind; /* static: "cgroup", "unit", "shared" */
+        char *nodes; /* its target node list, "" when none */
+        unsigned members;
+        uint64_t memory_bytes; /* as the policy counts it: shared objects once */
+        double locality; /* 0..1 */
+} NpMetricsGroup;
+
 #define NP_METRICS_STATES (NP_PROC_NOFIT + 1)
 
 typedef struct {
@@ -45,6 +55,7 @@ typedef struct {
         GArray *nodes; /* NpMetricsNode */
         GArray *processes; /* NpMetricsProcess, at most max_processes, by pid */
         unsigned processes_left_out; /* beyond MetricsMaxProcesses (the smallest) */
+        GArray *groups; /* NpMetricsGroup, by name */
         uint64_t processes_by_state[NP_METRICS_STATES]; /* significant or held processes */
         uint64_t migrated_bytes;
         uint64_t migration_calls;
@@ -67,6 +78,11 @@ void np_metrics_add_process(NpMetrics *s, int pid, const char *comm, const char 
  * counted by state; per-process series for at most max_processes of them,
  * the biggest by resident memory. */
 NpMetrics *np_metrics_collect(NpManager *m, unsigned max_processes);
+
+/* Add a group to a snapshot (np_metrics_collect() does; tests too). kind
+ * must be a static string. */
+void np_metrics_add_group(NpMetrics *s, const char *name, const char *kind, const char *nodes, unsigned members,
+                          uint64_t memory_bytes, double locality);
 
 /* The text exposition format (version 0.0.4): "# HELP" and "# TYPE" for
  * every family, label values escaped (backslash, double quote, newline;

@@ -21,6 +21,7 @@ static NpMetrics *sample_metrics(void) {
         g_array_append_val(s->nodes, n3);
         np_metrics_add_process(s, 4242, "a) (b \"c\\", "0-1", "/machine.slice/libpod-1.scope", 320ull << 20, 0.5);
         np_metrics_add_process(s, 7, "new\nline", "", NULL, 1000, 1);
+        np_metrics_add_group(s, "/machine.slice/libpod-1.scope", "cgroup", "0-1", 2, 352ull << 20, 0.75);
         s->processes_by_state[NP_PROC_PLACED] = 1;
         s->processes_by_state[NP_PROC_OBSERVED] = 1;
         s->migrated_bytes = 123456789;
@@ -83,6 +84,9 @@ static void test_families(void) {
                 "numaplaced_processes",
                 "numaplaced_process_memory_bytes",
                 "numaplaced_process_locality_ratio",
+                "numaplaced_group_members",
+                "numaplaced_group_memory_bytes",
+                "numaplaced_group_locality_ratio",
                 "numaplaced_placements_total",
                 "numaplaced_config_reload_errors_total",
                 "numaplaced_reservations",
@@ -104,6 +108,15 @@ static void test_families(void) {
         g_assert_nonnull(strstr(text, "backend=\"cpuset\""));
         g_assert_nonnull(strstr(text, "\nnumaplaced_reservations 2\n"));
         g_assert_nonnull(strstr(text, "\nnumaplaced_reserved_bytes 629145600\n"));
+        g_assert_nonnull(strstr(text,
+                                "\nnumaplaced_group_members{group=\"/machine.slice/libpod-1.scope\",kind=\"cgroup\","
+                                "nodes=\"0-1\"} 2\n"));
+        g_assert_nonnull(strstr(text,
+                                "\nnumaplaced_group_memory_bytes{group=\"/machine.slice/libpod-1.scope\","
+                                "kind=\"cgroup\",nodes=\"0-1\"} 369098752\n"));
+        g_assert_nonnull(strstr(text,
+                                "\nnumaplaced_group_locality_ratio{group=\"/machine.slice/libpod-1.scope\","
+                                "kind=\"cgroup\",nodes=\"0-1\"} 0.75\n"));
         g_assert_nonnull(strstr(text, "\nnumaplaced_last_scan_timestamp_seconds 1700000000.500\n"));
 }
 
