@@ -72,6 +72,16 @@ static int append_mask(sd_bus_message *reply, const NpMask *mask) {
         return sd_bus_message_append_array(reply, 'u', a->data, a->len * sizeof(guint32));
 }
 
+/* NpNodeBytes (NULL: none) as a(ut). */
+static int append_node_bytes(sd_bus_message *reply, const GArray *per_node) {
+        int r = sd_bus_message_open_container(reply, 'a', "(ut)");
+        for (guint i = 0; r >= 0 && per_node && i < per_node->len; i++) {
+                const NpNodeBytes *nb = &g_array_index(per_node, NpNodeBytes, i);
+                r = sd_bus_message_append(reply, "(ut)", nb->node, nb->bytes);
+        }
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
 static int append_u32_garray(sd_bus_message *reply, GArray *a) {
         return sd_bus_message_append_array(reply, 'u', a->data, a->len * sizeof(guint32));
 }
@@ -511,14 +521,7 @@ PROC_GETTER(proc_target, {
         g_autoptr(NpMask) empty = np_mask_new();
         return append_mask(reply, p->target ? p->target : empty);
 })
-PROC_GETTER(proc_per_node, {
-        int r = sd_bus_message_open_container(reply, 'a', "(ut)");
-        for (guint i = 0; r >= 0 && p->maps.per_node && i < p->maps.per_node->len; i++) {
-                NpNodeBytes *nb = &g_array_index(p->maps.per_node, NpNodeBytes, i);
-                r = sd_bus_message_append(reply, "(ut)", nb->node, nb->bytes);
-        }
-        return r < 0 ? r : sd_bus_message_close_container(reply);
-})
+PROC_GETTER(proc_per_node, return append_node_bytes(reply, p->maps.per_node);)
 
 static const sd_bus_vtable process_vtable[] = {
         SD_BUS_VTABLE_START(0),
@@ -577,14 +580,7 @@ GROUP_GETTER(group_name, return sd_bus_message_append(reply, "s", utf8_or(g->nam
 GROUP_GETTER(group_kind, return sd_bus_message_append(reply, "s", np_group_kind_to_string(g->kind));)
 GROUP_GETTER(group_members, return append_u32_garray(reply, g->members);)
 GROUP_GETTER(group_mem, return sd_bus_message_append(reply, "t", g->mem);)
-GROUP_GETTER(group_per_node, {
-        int r = sd_bus_message_open_container(reply, 'a', "(ut)");
-        for (guint i = 0; r >= 0 && i < g->per_node->len; i++) {
-                NpNodeBytes *nb = &g_array_index(g->per_node, NpNodeBytes, i);
-                r = sd_bus_message_append(reply, "(ut)", nb->node, nb->bytes);
-        }
-        return r < 0 ? r : sd_bus_message_close_container(reply);
-})
+GROUP_GETTER(group_per_node, return append_node_bytes(reply, g->per_node);)
 GROUP_GETTER(group_locality, return sd_bus_message_append(reply, "d", g->locality);)
 GROUP_GETTER(group_target, return append_mask(reply, g->target);)
 GROUP_GETTER(group_state, return sd_bus_message_append(reply, "s", utf8_or(g->state, ""));)

@@ -104,18 +104,6 @@ static bool u32_equal(const GArray *a, const GArray *b) {
         return na == nb && (na == 0 || memcmp(a->data, b->data, na * sizeof(guint32)) == 0);
 }
 
-static bool node_bytes_equal(const GArray *a, const GArray *b) {
-        guint na = a ? a->len : 0, nb = b ? b->len : 0;
-        if (na != nb)
-                return false;
-        for (guint i = 0; i < na; i++) {
-                const NpNodeBytes *x = &g_array_index(a, NpNodeBytes, i), *y = &g_array_index(b, NpNodeBytes, i);
-                if (x->node != y->node || x->bytes != y->bytes)
-                        return false;
-        }
-        return true;
-}
-
 void np_group_view_set_members(NpGroupView *v, const GArray *pids) {
         if (u32_equal(v->members, pids))
                 return;
@@ -126,7 +114,7 @@ void np_group_view_set_members(NpGroupView *v, const GArray *pids) {
 }
 
 void np_group_view_set_memory(NpGroupView *v, uint64_t mem, const GArray *per_node) {
-        if (v->mem == mem && node_bytes_equal(v->per_node, per_node))
+        if (v->mem == mem && np_node_bytes_equal(v->per_node, per_node))
                 return;
         v->mem = mem;
         g_array_set_size(v->per_node, 0);

@@ -138,19 +138,6 @@ static bool masks_equal(const NpMask *a, const NpMask *b) {
         return np_mask_equal(a, b);
 }
 
-static bool per_node_equal(const GArray *a, const GArray *b) {
-        guint na = a ? a->len : 0, nb = b ? b->len : 0;
-        if (na != nb)
-                return false;
-        /* field by field: memcmp would compare the padding after .node too */
-        for (guint i = 0; i < na; i++) {
-                const NpNodeBytes *x = &g_array_index(a, NpNodeBytes, i), *y = &g_array_index(b, NpNodeBytes, i);
-                if (x->node != y->node || x->bytes != y->bytes)
-                        return false;
-        }
-        return true;
-}
-
 void np_process_set_state(NpProcess *p, NpProcState state, const NpMask *target, uint64_t last_placed_usec) {
         /* what the daemon did to it changed (placed, released): its allowed
          * CPUs and nodes are read again at the next refresh */
@@ -455,7 +442,7 @@ void np_process_take_maps(NpProcess *p, NpNumaMaps *maps) {
         if (!maps->per_node)
                 return;
         uint64_t mem_before = np_process_memory_bytes(p);
-        if (!per_node_equal(p->maps.per_node, maps->per_node))
+        if (!np_node_bytes_equal(p->maps.per_node, maps->per_node))
                 mark(p, NP_PROCESS_MEMORY_PER_NODE);
         np_numa_maps_clear(&p->maps);
         p->maps = *maps;
@@ -553,7 +540,7 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsi
                         np_numa_maps_clear(&p->maps);
                 } else {
                         p->maps_error = 0;
-                        if (!per_node_equal(p->maps.per_node, maps.per_node))
+                        if (!np_node_bytes_equal(p->maps.per_node, maps.per_node))
                                 mark(p, NP_PROCESS_MEMORY_PER_NODE);
                         np_numa_maps_clear(&p->maps);
                         p->maps = maps;

@@ -761,6 +761,19 @@ uint64_t np_numa_maps_node_bytes(const NpNumaMaps *m, unsigned node) {
         return 0;
 }
 
+bool np_node_bytes_equal(const GArray *a, const GArray *b) {
+        guint na = a ? a->len : 0, nb = b ? b->len : 0;
+        if (na != nb)
+                return false;
+        /* field by field: memcmp would compare the padding after .node too */
+        for (guint i = 0; i < na; i++) {
+                const NpNodeBytes *x = &g_array_index(a, NpNodeBytes, i), *y = &g_array_index(b, NpNodeBytes, i);
+                if (x->node != y->node || x->bytes != y->bytes)
+                        return false;
+        }
+        return true;
+}
+
 void np_node_bytes_add(GArray *acc, const GArray *add) {
         for (guint k = 0; add && k < add->len; k++) {
                 const NpNodeBytes *b = &g_array_index(add, NpNodeBytes, k);

@@ -211,6 +211,9 @@ NpMask *np_numa_maps_nodes(const NpNumaMaps *m);
  * never below 0 (a node acc lacks stays absent). add and sub may be NULL. */
 void np_node_bytes_add(GArray *acc, const GArray *add);
 void np_node_bytes_subtract(GArray *acc, const GArray *sub);
+/* Two NpNodeBytes arrays hold the same entries in the same order (NULL is
+ * empty). */
+bool np_node_bytes_equal(const GArray *a, const GArray *b);
 
 /*
  * Readers. Each returns 0, or -ESRCH when the process is gone (any ENOENT or
