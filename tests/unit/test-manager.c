@@ -926,6 +926,10 @@ static void test_cgroup_group_numa_stat(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(reads[0], ==, 0);
         g_assert_cmpuint(reads[1], ==, 0);
         g_assert_cmpuint(f->m->numa_stat_reads, ==, 6);
+        g_autofree char *dump = np_manager_dump(f->m);
+        g_assert_nonnull(strstr(dump, "Cgroup groups' memory.numa_stat read: 6 times\n"));
+        g_autofree char *row = g_strdup_printf(" %" G_GUINT64_FORMAT "  numa_stat   N0=", a->maps_reads);
+        g_assert_nonnull(strstr(dump, row));
 
         /* the cgroup has no memory.numa_stat any more: numa_maps again, read
          * at once, then by age */
