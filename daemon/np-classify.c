@@ -204,11 +204,13 @@ int np_classify_update(NpManager *m, NpProcess *p) {
         if (!sig) { /* read again when significant again */
                 np_maps_age_invalidate(&p->maps_age);
                 np_details_age_invalidate(&p->details_age);
+                p->pages_from_group = false;
         }
         /* one whose pages the kernel's balancing may be moving: its
          * numa_maps read every scan it ran, so the policy decides on where
-         * they are now (the kernel moves pages only on its accesses) */
-        if (sig && kernel_moving(m, p) && p->cpu_ticks != p->maps_age.cpu_ticks)
+         * they are now (the kernel moves pages only on its accesses);
+         * not one whose group's memory.numa_stat says that every scan */
+        if (sig && !p->pages_from_group && kernel_moving(m, p) && p->cpu_ticks != p->maps_age.cpu_ticks)
                 np_maps_age_invalidate(&p->maps_age);
         if (sig && np_process_refresh(p, m->topology, m->proc_table, m->config->locality_refresh_scans) < 0)
                 return -ESRCH;

@@ -8,6 +8,7 @@
 
 #include "np-classify.h"
 #include "np-log.h"
+#include "np-numastat.h"
 #include "np-placement.h"
 #include "np-policy.h"
 #include "np-reserve.h"
@@ -84,12 +85,17 @@ static bool advised_there(NpManager *m, const NpProcess *p) {
 typedef struct {
         GPtrArray *groups; /* NpGroup* */
         GHashTable *of_pid; /* pid -> NpGroup* */
+        GHashTable *stat_pages; /* NpGroup* -> GArray of NpNodeBytes: the pages of the groups
+                                 * whose cgroup's memory.numa_stat was read (numa_stat_pages()) */
+        GArray *none; /* NpNodeBytes, empty: what the other members of those carry */
         GPtrArray *keep; /* strings and arrays the members point to */
 } Groups;
 
 static void groups_clear(Groups *g) {
+        g_clear_pointer(&g->stat_pages, g_hash_table_unref);
         g_clear_pointer(&g->groups, g_ptr_array_unref);
         g_clear_pointer(&g->of_pid, g_hash_table_unref);
+        g_clear_pointer(&g->none, g_array_unref);
         g_clear_pointer(&g->keep, g_ptr_array_unref);
 }
 
@@ -207,11 +213,144 @@ static const GArray *group_pages(NpManager *m, const NpProcess *p, const NpGroup
         return pages;
 }
 
+/* ---- a cgroup group's pages from its memory.numa_stat ------------------ */
+
+/* Where the unified hierarchy is mounted (below the sysroot, as every
+ * reader's path: np_read_numa_stat() reads through np-sysroot). */
+#define NP_CGROUP2_MOUNT "/sys/fs/cgroup"
+
+/* Is cgroup `path` the cgroup `top` or below it? */
+static bool cgroup_within(const char *path, const char *top) {
+        size_t n = strlen(top);
+        return path && strncmp(path, top, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Why the memory.numa_stat of g's cgroup does not tell g's pages, or NULL
+ * when it does: every member lies in that cgroup of the unified hierarchy
+ * (a member joined by shared memory from elsewhere is charged elsewhere),
+ * and none has hugetlb pages (never charged to the memory controller). */
+static const char *numa_stat_unfit(NpManager *m, const NpGroup *g) {
+        for (guint k = 0; k < g->members->len; k++) {
+                const NpProcess *q = np_manager_process(m, g_array_index(g->members, NpGroupJoin, k).pid);
+                if (!q || !cgroup_within(q->systemd_cgroup, g->key.name))
+                        return "not every member is in it in the unified hierarchy";
+                if (q->maps_error == 0 && q->maps.huge_per_node && q->maps.huge_per_node->len)
+                        return "a member has hugetlb pages, which it does not count";
+        }
+        return NULL;
+}
+
+/* A cgroup group whose memory.numa_stat cannot be used this scan: logged
+ * when the reason is new (the failures of the scan before are in
+ * m->numa_stat_failed), a malformed file as a warning. */
+static void numa_stat_failed(NpManager *m, GHashTable *now, const char *cgroup, int r, const char *why) {
+        const char *before = g_hash_table_lookup(m->numa_stat_failed, cgroup);
+        if (g_strcmp0(before, why) != 0)
+                np_log(r == -EINVAL ? LOG_WARNING : LOG_DEBUG,
+                       "Memory per node of group %s from its processes' numa_maps: %s", cgroup, why);
+        g_hash_table_insert(now, g_strdup(cgroup), g_strdup(why));
+}
+
+/* The pages of cgroup group g per node, from its cgroup's memory.numa_stat
+ * (no page table walked, no mmap lock taken): anon + shmem, a new array;
+ * NULL when it cannot tell (numa_stat_unfit(), or the read failed: the
+ * cgroup is gone, it has no memory controller, a v1 host, a malformed
+ * file), and then the members' numa_maps count as for any group. The rest
+ * of `file` is page cache that is not shmem: read(2)/write(2) cache no
+ * process maps, or files mapped by processes outside the group too
+ * (libraries), neither of which migrate_pages(2) moves as a member's pages:
+ * not the group's pages to move nor to place. */
+static GArray *numa_stat_pages(NpManager *m, const NpGroup *g, GHashTable *failed_now) {
+        const char *unfit = numa_stat_unfit(m, g);
+        if (unfit) {
+                numa_stat_failed(m, failed_now, g->key.name, 0, unfit);
+                return NULL;
+        }
+        g_autoptr(GError) e = NULL;
+        NpNumaStat st = { 0 };
+        int r = np_read_numa_stat(NP_CGROUP2_MOUNT, g->key.name, &st, &e);
+        if (r < 0) {
+                numa_stat_failed(m, failed_now, g->key.name, r, e ? e->message : g_strerror(-r));
+                return NULL;
+        }
+        m->numa_stat_reads++;
+        GArray *pages = g_array_new(FALSE, FALSE, sizeof(NpNodeBytes));
+        for (guint i = 0; i < st.per_node->len; i++) {
+                const NpNumaStatNode *n = &g_array_index(st.per_node, NpNumaStatNode, i);
+                NpNodeBytes nb = { .node = n->node, .bytes = n->anon + MIN(n->shmem, n->file) };
+                if (nb.bytes)
+                        g_array_append_val(pages, nb);
+        }
+        np_numa_stat_clear(&st);
+        return pages;
+}
+
+/* The pages of the cgroup groups that memory.numa_stat tells, into
+ * out->stat_pages; the failures of this scan replace m->numa_stat_failed. */
+static void read_stat_pages(NpManager *m, Groups *out) {
+        out->stat_pages = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify) g_array_unref);
+        out->none = g_array_new(FALSE, FALSE, sizeof(NpNodeBytes));
+        GHashTable *failed_now = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        for (guint i = 0; i < out->groups->len; i++) {
+                const NpGroup *g = out->groups->pdata[i];
+                GArray *pages = g->key.kind == NP_GROUP_CGROUP ? numa_stat_pages(m, g, failed_now) : NULL;
+                if (pages)
+                        g_hash_table_insert(out->stat_pages, (gpointer) g, pages);
+        }
+        g_hash_table_unref(m->numa_stat_failed);
+        m->numa_stat_failed = failed_now;
+}
+
+static uint64_t node_bytes_sum(const GArray *a) {
+        uint64_t sum = 0;
+        for (guint j = 0; a && j < a->len; j++)
+                sum += g_array_index(a, NpNodeBytes, j).bytes;
+        return sum;
+}
+
+/* The pages of p as the policy counts them in group g: the group's
+ * memory.numa_stat at its first member by pid (the carrier, as for a
+ * shared object in group_pages()) and none at the others, so the group's
+ * sum is the cgroup's; else group_pages(). *mem: their sum. */
+static const GArray *member_pages(NpManager *m, const NpProcess *p, const NpGroup *g, Groups *groups, uint64_t *mem) {
+        const GArray *stat = g ? g_hash_table_lookup(groups->stat_pages, g) : NULL;
+        if (!stat)
+                return group_pages(m, p, g, groups->keep, mem);
+        const GArray *pages = g_array_index(g->members, NpGroupJoin, 0).pid == p->pid ? stat : groups->none;
+        *mem = node_bytes_sum(pages);
+        return pages;
+}
+
+/* What memory.numa_stat cannot tell of group g's pages, from its members'
+ * numa_maps: the shares of them interleaved and that the kernel's NUMA
+ * balancing can move, applied to `mem` (the numa_stat pages) at the
+ * carrier, none at the others (as member_pages()). */
+static void stat_shares(NpManager *m, const NpProcess *p, const NpGroup *g, uint64_t mem, uint64_t *interleaved,
+                        uint64_t *balanced) {
+        *interleaved = *balanced = 0;
+        if (g_array_index(g->members, NpGroupJoin, 0).pid != p->pid)
+                return;
+        uint64_t total = 0, il = 0, bal = 0;
+        for (guint k = 0; k < g->members->len; k++) {
+                const NpProcess *q = np_manager_process(m, g_array_index(g->members, NpGroupJoin, k).pid);
+                if (q && q->maps_error == 0) {
+                        total += q->maps.total_bytes;
+                        il += q->maps.interleaved_bytes;
+                        bal += q->maps.balanced_bytes;
+                }
+        }
+        if (total) {
+                *interleaved = (uint64_t) ((double) mem * ((double) il / (double) total));
+                *balanced = (uint64_t) ((double) mem * ((double) bal / (double) total));
+        }
+}
+
 /* The candidates as the policy sees them; `names` keeps the strings they
  * point to (the Groups= cgroups), `groups` their groups. */
 static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *names, Groups *groups) {
         uint64_t now = np_now_usec(CLOCK_MONOTONIC);
         form_groups(m, cands, names, groups);
+        read_stat_pages(m, groups);
         for (guint i = 0; i < cands->len; i++) {
                 const NpProcess *p = cands->pdata[i];
                 const NpGroup *g = g_hash_table_lookup(groups->of_pid, GINT_TO_POINTER(p->pid));
@@ -230,7 +369,11 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *
                         }
                 }
                 uint64_t mem = np_process_memory_bytes(p);
-                const GArray *pages = group_pages(m, p, g, groups->keep, &mem);
+                const GArray *pages = member_pages(m, p, g, groups, &mem);
+                bool from_stat = g && g_hash_table_contains(groups->stat_pages, g);
+                uint64_t interleaved = p->maps.interleaved_bytes, balanced = p->maps.balanced_bytes;
+                if (from_stat)
+                        stat_shares(m, p, g, mem, &interleaved, &balanced);
                 NpPolicyHold hold = hold_of(m, p);
                 bool advised = hold == NP_HOLD_NONE && advised_there(m, p);
                 if (advised)
@@ -245,9 +388,10 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *
                         .growing = p->grew,
                         .threads = p->threads,
                         .mem = mem,
-                        .interleaved = p->maps.interleaved_bytes,
-                        .balanced = p->maps.balanced_bytes,
-                        .locality_before = p->locality_prev,
+                        .interleaved = interleaved,
+                        .balanced = balanced,
+                        /* numa_stat says nothing of the pages before */
+                        .locality_before = from_stat ? -1.0 : p->locality_prev,
                         .kernel_migrated = np_process_cpu_settled(p) ? 0 : p->kernel_migrated_bytes,
                         .per_node = pages,
                         .huge_per_node = p->maps_error == 0 ? p->maps.huge_per_node : NULL,
@@ -354,6 +498,15 @@ static void note_group(NpProcess *p, const NpGroup *g) {
                         g_array_append_val(objects, o->id);
         }
         np_process_set_group(p, name, objects);
+}
+
+/* p's pages came from its group's memory.numa_stat this scan (its
+ * numa_maps is not read by age), or no longer do: then its numa_maps is
+ * read at the next scan. */
+static void note_pages_source(NpProcess *p, bool from_stat) {
+        if (p->pages_from_group && !from_stat)
+                np_maps_age_invalidate(&p->maps_age);
+        p->pages_from_group = from_stat;
 }
 
 /* States that only say what the policy saw last time. */
@@ -509,7 +662,9 @@ void np_decide_run(NpManager *m) {
                 const NpDecision *d = decisions->pdata[i];
                 NpPolicyHold hold = s.procs[i].hold;
                 g_autofree char *why = np_reason_render(&d->reason);
-                note_group(p, g_hash_table_lookup(s.groups.of_pid, GINT_TO_POINTER(p->pid)));
+                const NpGroup *g = g_hash_table_lookup(s.groups.of_pid, GINT_TO_POINTER(p->pid));
+                note_group(p, g);
+                note_pages_source(p, g && g_hash_table_contains(s.groups.stat_pages, g));
                 settle_state(m, p, hold, d, why);
                 carry_out(m, p, d, why);
         }

@@ -9,6 +9,12 @@
  * moves. Nothing is decided while paused, nor on a machine with one node of
  * memory, where only foreign processes are marked (State and Decision).
  *
+ * A Groups= cgroup group's pages per node are its cgroup's memory.numa_stat
+ * (cgroup v2: anon + shmem), read once per decision, when it tells them;
+ * its members are marked (NpProcess.pages_from_group) so their numa_maps is
+ * not read by age. Otherwise, and for every other group, the members'
+ * numa_maps.
+ *
  * A process is "foreign" (left alone) when the daemon does not hold it and
  * its Cpus_allowed_list is not every online CPU or its Mems_allowed_list is
  * not every node with memory: someone else (taskset, numactl

@@ -53,6 +53,7 @@ char *np_manager_dump(NpManager *m) {
                 g_string_append_printf(s, "Configuration error (previous one in force): %s\n", m->config_error);
         g_string_append_printf(s, "Migrated: %" PRIu64 " bytes in %" PRIu64 " calls, %" PRIu64 " pages failed\n",
                                m->migrated_bytes, m->migration_calls, m->migration_failed_pages);
+        g_string_append_printf(s, "Cgroup groups' memory.numa_stat read: %" PRIu64 " times\n", m->numa_stat_reads);
 
         g_string_append(s, "\nNodes:\n");
         g_string_append(s, "  NODE  CPUS            MEM_TOTAL_MIB  MEM_FREE_MIB  CPU_BUSY/CAPACITY  DISTANCES\n");
@@ -86,8 +87,10 @@ char *np_manager_dump(NpManager *m) {
 
         g_string_append_printf(s, "\nSignificant processes: %u\n", procs->len);
         if (procs->len)
-                g_string_append(
-                        s, "  PID      COMM             CPU    MEM_MIB  LOCALITY  STATE     TARGET  MIB_PER_NODE\n");
+                g_string_append(s,
+                                "  PID      COMM             CPU    MEM_MIB  LOCALITY  STATE     TARGET  MAPS_READS  "
+                                "PAGES_FROM  "
+                                "MIB_PER_NODE\n");
         for (guint i = 0; i < procs->len; i++) {
                 NpProcess *p = procs->pdata[i];
                 g_autofree char *rss = mib(np_process_scan_memory(p));
@@ -98,9 +101,10 @@ char *np_manager_dump(NpManager *m) {
                         g_autofree char *x = mib(nbp->bytes);
                         g_string_append_printf(per, "%sN%u=%s", k ? " " : "", nbp->node, x);
                 }
-                g_string_append_printf(s, "  %-7d  %-15s  %5.2f  %7s  %7.1f%%  %-8s  %-6s  %s\n", p->pid, p->comm,
-                                       p->cpu_usage, rss, p->locality * 100.0, np_proc_state_to_string(p->state),
-                                       target, per->str);
+                g_string_append_printf(s, "  %-7d  %-15s  %5.2f  %7s  %7.1f%%  %-8s  %-6s  %10" PRIu64 "  %-10s  %s\n",
+                                       p->pid, p->comm, p->cpu_usage, rss, p->locality * 100.0,
+                                       np_proc_state_to_string(p->state), target, p->maps_reads,
+                                       p->pages_from_group ? "numa_stat" : "numa_maps", per->str);
                 g_string_free(per, TRUE);
         }
         const NpReservations *rs = m->reservations;

@@ -76,6 +76,7 @@ NpManager *np_manager_new(const char *config_file, NpConfig *config, GError **er
         m->processes = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify) process_drop);
         m->included = g_hash_table_new(g_direct_hash, g_direct_equal);
         m->excluded = g_hash_table_new(g_direct_hash, g_direct_equal);
+        m->numa_stat_failed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
         uint64_t nofile = 0;
         unsigned kept_fds = np_proc_fd_budget(&nofile);
         m->proc_table = np_proc_table_new(kept_fds);
@@ -106,6 +107,7 @@ void np_manager_free(NpManager *m) {
         np_proc_table_free(m->proc_table);
         g_hash_table_destroy(m->included);
         g_hash_table_destroy(m->excluded);
+        g_hash_table_destroy(m->numa_stat_failed);
         g_array_free(m->node_samples, TRUE);
         g_array_free(m->cpu_ticks, TRUE);
         g_array_free(m->peek_ticks, TRUE);

@@ -26,7 +26,11 @@
  *    it (a process the daemon placed on one node, as a rule). New pages can
  *    only come from that node, and neither migrate_pages(2) nor mbind(2)
  *    can move its pages elsewhere (both keep to the target's cpuset), so
- *    only the resident memory can tell of a change, and it is watched;
+ *    only the resident memory can tell of a change, and it is watched.
+ *    It is skipped too for a member of a cgroup group whose pages the
+ *    policy takes from the cgroup's memory.numa_stat (np-decide.c): the
+ *    group's pages per node are read there every scan without walking
+ *    any page table;
  *  - and around a move: before planning it the manager reads it, after it the
  *    mover's own "after" read is taken as the fresh value
  *    (np_maps_age_read() with no read of the manager's own), or the read
@@ -57,8 +61,8 @@ typedef enum {
 /* Whether numa_maps must be read this scan for a significant process whose
  * resident memory is now rss_bytes and CPU time cpu_ticks (utime+stime).
  * max_scans 0 is taken as 1 (every scan). settled: its memory can only be
- * where it was read (above), so it is never due by age. Pure: does not
- * change *a. */
+ * where it was read (above), or where it is is known otherwise (its group's
+ * memory.numa_stat), so it is never due by age. Pure: does not change *a. */
 NpMapsDue np_maps_refresh_due(const NpMapsAge *a, uint64_t rss_bytes, uint64_t cpu_ticks, unsigned max_scans,
                               bool settled);
 

@@ -146,6 +146,7 @@ NpMetrics *np_metrics_collect(NpManager *m, unsigned max_processes) {
         s->migrated_bytes = m->migrated_bytes;
         s->migration_calls = m->migration_calls;
         s->migration_failed_pages = m->migration_failed_pages;
+        s->numa_stat_reads = m->numa_stat_reads;
         for (int r = 0; r < _NP_PLACE_REASON_MAX; r++)
                 s->placements[r] = m->placements[r];
         s->config_reload_errors = m->config_errors;
@@ -252,6 +253,9 @@ char *np_metrics_format(const NpMetrics *s) {
         sample_u64(o, "numaplaced_migration_calls_total", NULL, s->migration_calls);
         family(o, "numaplaced_migration_failed_pages_total", "counter", "Pages that migrate_pages(2) could not move.");
         sample_u64(o, "numaplaced_migration_failed_pages_total", NULL, s->migration_failed_pages);
+        family(o, "numaplaced_numa_stat_reads_total", "counter",
+               "memory.numa_stat files of cgroup groups read for the policy instead of their processes' numa_maps.");
+        sample_u64(o, "numaplaced_numa_stat_reads_total", NULL, s->numa_stat_reads);
 
         family(o, "numaplaced_placements_total", "counter", "Placements carried out, by reason.");
         for (int r = 0; r < _NP_PLACE_REASON_MAX; r++) {

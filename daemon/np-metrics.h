@@ -60,6 +60,7 @@ typedef struct {
         uint64_t migrated_bytes;
         uint64_t migration_calls;
         uint64_t migration_failed_pages;
+        uint64_t numa_stat_reads; /* cgroup groups' memory.numa_stat read for the policy */
         uint64_t placements[_NP_PLACE_REASON_MAX];
         uint64_t config_reload_errors;
         uint64_t reservations; /* held by answers of Advise() now */

@@ -518,12 +518,13 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsi
         NpMapsDue due = maps_max_scans == NP_MAPS_NOW
                 ? NP_MAPS_DUE_NEW
                 : np_maps_refresh_due(&p->maps_age, np_process_scan_memory(p), p->cpu_ticks, maps_max_scans,
-                                      memory_settled(p));
+                                      memory_settled(p) || p->pages_from_group);
         if (due == NP_MAPS_KEEP) {
                 np_maps_age_scan(&p->maps_age);
         } else {
                 log_debug("Read numa_maps of %d (%s): %s", p->pid, p->comm, np_maps_due_to_string(due));
                 NpNumaMaps maps = { 0 };
+                p->maps_reads++;
                 r = np_read_numa_maps(p->pid, &maps);
                 if (r == -ESRCH && !still_there(p)) {
                         np_numa_maps_clear(&maps);

@@ -111,6 +111,10 @@ typedef struct {
                          * of NP_SHM_MAPS_MIN_BYTES or more it does not list; NULL = none */
         int maps_error; /* 0, or why numa_maps could not be read (-EACCES...) */
         NpMapsAge maps_age; /* when numa_maps was read (LocalityTimestamp), np-maps-refresh.h */
+        uint64_t maps_reads; /* numa_maps reads by np_process_refresh() */
+        bool pages_from_group; /* its group's pages come from its cgroup's memory.numa_stat
+                                * (set by np-decide.c each scan): numa_maps is not read by
+                                * age (np_process_refresh()) */
         NpDetailsAge details_age; /* when status, threads and cgroup were read, np-maps-refresh.h */
         double locality; /* share of memory on running_nodes, 0..1 */
         double locality_prev; /* locality at the numa_maps read before the last, -1 = none */
@@ -165,7 +169,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpProcess, np_process_free)
  * cgroup, each only when due (np_details_due(): it ran, its thread count
  * changed, or maps_max_scans scans passed; always with NP_MAPS_NOW); a
  * process that did not run keeps them and its CPU by node is zero.
- * numa_maps only when due too (maps_max_scans below). Then Locality. Only a
+ * numa_maps only when due too (maps_max_scans below; never by age while
+ * pages_from_group). Then Locality. Only a
  * vanished process is an error:
  * returns -ESRCH when the process is gone (or its pid now belongs to another
  * process: the start time is checked again), 0 otherwise. Any other failure

@@ -852,6 +852,124 @@ static void test_cgroup_group_shared_once(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(g_array_index(a->group_objects, NpSharedId, 0).inode, ==, 99);
 }
 
+/* The fixture root's memory.numa_stat of cgroup `cg` (cgroup v2 under
+ * /sys/fs/cgroup): `text`, or none when NULL. */
+static void set_numa_stat(Fixture *f, const char *cg, const char *text) {
+        g_autofree char *rel = g_strdup_printf("sys/fs/cgroup%s", cg);
+        g_autofree char *dir = fixture_path(f, rel);
+        g_autofree char *path = g_build_filename(dir, "memory.numa_stat", NULL);
+        if (!text) {
+                g_assert_true(g_unlink(path) == 0 || errno == ENOENT);
+                return;
+        }
+        g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
+        g_assert_true(g_file_set_contents(path, text, -1, NULL));
+}
+
+/* Two processes of one container, each with 1 GiB in its numa_maps, and
+ * the container's memory.numa_stat: 100, 200 and 300 MiB anon on nodes
+ * 0-2, 50 MiB shmem on node 1, 1000 MiB of other page cache on node 0
+ * (not moved, not counted). */
+#define NUMA_STAT_C1 \
+        "anon N0=104857600 N1=209715200 N2=314572800 N3=0\n" \
+        "file N0=1048576000 N1=52428800 N2=0 N3=0\n" \
+        "kernel_stack N0=65536 N1=0 N2=16384 N3=0\n" \
+        "shmem N0=0 N1=52428800 N2=0 N3=0\n" \
+        "file_mapped N0=4096 N1=0 N2=0 N3=0\n"
+#define C1 "/machine.slice/libpod-c1.scope"
+
+static void two_in_c1(Fixture *f) {
+        f->m->config->mode = NP_MODE_ADVISE;
+        clone_bigdb(f, 4343);
+        set_file(f, "proc/4242/cgroup", "0::" C1 "/container\n");
+        set_file(f, "proc/4343/cgroup", "0::" C1 "/container\n");
+}
+
+/* Busy scans of 4242 and 4343 after both_busy(), with numa_maps due by age
+ * every scan (LocalityRefreshScans=1): the numa_maps reads of each. */
+static void busy_scans(Fixture *f, int n, uint64_t reads[2]) {
+        f->m->config->locality_refresh_scans = 1;
+        NpProcess *a = np_manager_process(f->m, 4242), *b = np_manager_process(f->m, 4343);
+        uint64_t a0 = a->maps_reads, b0 = b->maps_reads;
+        unsigned utime = 400000;
+        for (int i = 0; i < n; i++) {
+                utime += one_cpu_ticks();
+                set_stat_field_of(f, 4242, 14, utime);
+                set_stat_field_of(f, 4343, 14, utime);
+                scan_and_decide(f);
+        }
+        g_assert_true(a == np_manager_process(f->m, 4242) && b == np_manager_process(f->m, 4343));
+        reads[0] = a->maps_reads - a0;
+        reads[1] = b->maps_reads - b0;
+}
+
+/* A Groups= cgroup's pages come from its memory.numa_stat (anon + shmem:
+ * 650 MiB, 300 of them on node 2), not from its processes' numa_maps (2 x
+ * 1 GiB, 1024 MiB of it off node 2): what it has to move says so, and
+ * their numa_maps are no longer read by age. Without the file again, the
+ * numa_maps count, and are read at the next scan. */
+static void test_cgroup_group_numa_stat(Fixture *f, gconstpointer data) {
+        two_in_c1(f);
+        set_numa_stat(f, C1, NUMA_STAT_C1);
+        g_autofree char *first = both_busy(f);
+        g_test_message("decision: %s", first);
+        g_assert_nonnull(first);
+        g_assert_true(g_str_has_prefix(first, "with the 2 processes of its group " C1 ": "));
+        g_assert_nonnull(strstr(first, "place on 2 (350 MiB to move)"));
+        NpProcess *a = np_manager_process(f->m, 4242), *b = np_manager_process(f->m, 4343);
+        g_assert_true(a->pages_from_group && b->pages_from_group);
+        g_assert_cmpuint(f->m->numa_stat_reads, ==, 3);
+        g_assert_cmpuint(a->maps_reads, >=, 1);
+
+        uint64_t reads[2];
+        busy_scans(f, 3, reads);
+        g_assert_cmpuint(reads[0], ==, 0);
+        g_assert_cmpuint(reads[1], ==, 0);
+        g_assert_cmpuint(f->m->numa_stat_reads, ==, 6);
+        g_autofree char *dump = np_manager_dump(f->m);
+        g_assert_nonnull(strstr(dump, "Cgroup groups' memory.numa_stat read: 6 times\n"));
+        g_autofree char *row = g_strdup_printf(" %" G_GUINT64_FORMAT "  numa_stat   N0=", a->maps_reads);
+        g_assert_nonnull(strstr(dump, row));
+
+        /* the cgroup has no memory.numa_stat any more: numa_maps again, read
+         * at once, then by age */
+        set_numa_stat(f, C1, NULL);
+        busy_scans(f, 1, reads);
+        g_assert_false(a->pages_from_group || b->pages_from_group);
+        g_assert_cmpuint(f->m->numa_stat_reads, ==, 6);
+        busy_scans(f, 2, reads);
+        g_test_message("numa_maps reads in 2 scans: %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT, reads[0], reads[1]);
+        g_assert_cmpuint(reads[0], ==, 2);
+        g_assert_cmpuint(reads[1], ==, 2);
+}
+
+/* No memory.numa_stat (no memory controller, a v1 host), or a malformed
+ * one: the group's pages are its processes' numa_maps as before (1024 MiB
+ * of them off node 2), read by age as before. */
+static void test_cgroup_group_numa_stat_missing(Fixture *f, gconstpointer data) {
+        two_in_c1(f);
+        g_autofree char *first = both_busy(f);
+        g_test_message("decision: %s", first);
+        g_assert_nonnull(first);
+        g_assert_true(g_str_has_prefix(first, "with the 2 processes of its group " C1 ": "));
+        g_assert_nonnull(strstr(first, "place on 2 (1024 MiB to move)"));
+        NpProcess *a = np_manager_process(f->m, 4242), *b = np_manager_process(f->m, 4343);
+        g_assert_false(a->pages_from_group || b->pages_from_group);
+        g_assert_cmpuint(f->m->numa_stat_reads, ==, 0);
+        uint64_t reads[2];
+        busy_scans(f, 2, reads);
+        g_assert_cmpuint(reads[0], ==, 2);
+        g_assert_cmpuint(reads[1], ==, 2);
+
+        /* malformed: the same, never a crash */
+        set_numa_stat(f, C1, "anon N0=12 N1=x\n");
+        busy_scans(f, 2, reads);
+        g_assert_false(a->pages_from_group || b->pages_from_group);
+        g_assert_cmpuint(f->m->numa_stat_reads, ==, 0);
+        g_assert_cmpuint(reads[0], ==, 2);
+        g_assert_true(g_str_has_prefix(a->decision, "with the 2 processes of its group " C1 ": "));
+}
+
 /* Group significance: three processes of one container, none significant
  * alone (80 MiB each against MinProcessMemory=100M, 0.3 CPU each against
  * MinProcessCPU=0.5), are as one: 3 x 20 MiB private plus the 60 MiB they
@@ -1112,6 +1230,8 @@ int main(int argc, char **argv) {
         ADD("/manager/shared-small", "4node", test_shared_small);
         ADD("/manager/cgroup-group-shared-once", "4node", test_cgroup_group_shared_once);
         ADD("/manager/group-significance", "4node", test_group_significance);
+        ADD("/manager/cgroup-group-numa-stat", "4node", test_cgroup_group_numa_stat);
+        ADD("/manager/cgroup-group-numa-stat-missing", "4node", test_cgroup_group_numa_stat_missing);
 #undef ADD
         return g_test_run();
 }

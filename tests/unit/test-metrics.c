@@ -27,6 +27,7 @@ static NpMetrics *sample_metrics(void) {
         s->migrated_bytes = 123456789;
         s->migration_calls = 3;
         s->migration_failed_pages = 2;
+        s->numa_stat_reads = 17;
         s->placements[NP_PLACE_POLICY] = 5;
         s->placements[NP_PLACE_MANUAL] = 1;
         s->config_reload_errors = 1;
@@ -81,6 +82,7 @@ static void test_families(void) {
                 "numaplaced_migrated_bytes_total",
                 "numaplaced_migration_calls_total",
                 "numaplaced_migration_failed_pages_total",
+                "numaplaced_numa_stat_reads_total",
                 "numaplaced_processes",
                 "numaplaced_process_memory_bytes",
                 "numaplaced_process_locality_ratio",
@@ -100,6 +102,7 @@ static void test_families(void) {
         g_assert_nonnull(strstr(text, "\nnumaplaced_node_memory_total_bytes{node=\"3\"} 4294967296\n"));
         g_assert_nonnull(strstr(text, "\nnumaplaced_node_cpus_busy{node=\"0\"} 1.25\n"));
         g_assert_nonnull(strstr(text, "\nnumaplaced_migrated_bytes_total 123456789\n"));
+        g_assert_nonnull(strstr(text, "\nnumaplaced_numa_stat_reads_total 17\n"));
         g_assert_nonnull(strstr(text, "\nnumaplaced_placements_total{reason=\"policy\"} 5\n"));
         g_assert_nonnull(strstr(text, "\nnumaplaced_placements_total{reason=\"rebalance\"} 0\n"));
         g_assert_nonnull(strstr(text, "\nnumaplaced_processes{state=\"placed\"} 1\n"));

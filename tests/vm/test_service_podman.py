@@ -40,6 +40,11 @@ Steps, each checked on the host:
     begin `with the 2 processes of its group /machine.slice/libpod-<id>.scope`
     (a group of one significant process is not named in its Decision; its
     Process property Group names the scope all the same).
+    The group's memory per node is its scope's memory.numa_stat (anon +
+    shmem): Dump() shows PAGES_FROM numa_stat for its processes, its
+    count of memory.numa_stat reads grows while A is decided, and the
+    MiB the journal's Placing line has A move are what numa_stat showed
+    off the target node before Resume().
  4. systemctl stop numaplaced: A's scope has its original (empty)
     AllowedCPUs/AllowedMemoryNodes back, its processes' Cpus_allowed_list
     and Mems_allowed_list are the whole machine again; B is still as crun
@@ -77,6 +82,14 @@ wait_active() {
     return 1
 }
 wait_file() { for i in $(seq 1 $(( $2 * 2 ))); do [ -e "$1" ] && return 0; sleep 0.5; done; return 1; }
+# Dump()'s text, one line a line; its row of process $1; its numa_stat count
+dump() { busctl call $M Dump | sed 's/^s "//; s/"$//; s/\\n/\n/g'; }
+drow() { dump | awk -v p="$1" '$1 == p' | tr -s ' '; }
+# (busctl escapes its apostrophe)
+dreads() { dump | sed -n "s/^Cgroup groups.* memory.numa_stat read: \([0-9]*\) times/\1/p"; }
+# anon + shmem of cgroup $1's memory.numa_stat, kB per node
+nstat() { awk '$1 == "anon" || $1 == "shmem" { for (i = 2; i <= NF; i++) { split(substr($i, 2), a, "=");
+    s[a[1]] += a[2] / 1024 } } END { for (n in s) printf "%s=%d ", n, s[n] }' /sys/fs/cgroup$1/memory.numa_stat; }
 
 R kernel "$(uname -r)"
 R cgroup "$(stat -fc %T /sys/fs/cgroup)"
@@ -152,6 +165,9 @@ R a-scope-before "$(scope $AS)"
 R a-lists-before $(lists $AP)
 R a-numa-before $(numa $AP)
 R a-scope-delegate "$(systemctl show -p Delegate -p Slice --value $AS | tr '\n' ' ')"
+R a-numastat-before $(nstat /machine.slice/$AS)
+R a-numastat-file "$(grep -E '^(anon|file|shmem) ' /sys/fs/cgroup/machine.slice/$AS/memory.numa_stat | tr '\n' ' ')"
+R numastat-reads-paused "$(dreads)"
 R conmon-cgroup "$(for p in $(pgrep -x conmon); do sed -n 's/^0:://p' /proc/$p/cgroup; done | tr '\n' ' ')"
 t0=$(date +%s)
 busctl call $M Resume; R resume-rc $?
@@ -179,6 +195,8 @@ R a-numa $(numa $AP)
 R a-scope-placed "$(scope $AS)"
 R a-lists-placed $(lists $AP)
 R a-effective-mems "$(systemctl show -p EffectiveMemoryNodes --value $AS)"
+R a-dump-placed "$(drow $AP)"
+R numastat-reads-placed "$(dreads)"
 
 # B meanwhile (significant: it is on the bus)
 R b-state $(pprop $BP State)
@@ -210,6 +228,10 @@ R g-memory "$(gprop $AP MemoryBytes)"
 R g-locality "$(gprop $AP Locality)"
 R j-group $(pprop $JP Group)
 R j-lists $(lists $JP)
+R a-dump-group "$(drow $AP)"
+R j-dump-group "$(drow $JP)"
+R numastat-reads-group "$(dreads)"
+R a-numastat-group $(nstat /machine.slice/$AS)
 grep -E '^(\[process|Unit|SystemdAllowed|Backend)' /run/numaplaced/state | tr '\n' ' ' | { read -r l; R state-file "$l"; }
 
 # B after all that
@@ -267,6 +289,42 @@ def glob_match(path, globs):
             if ok:
                 return g, "/" + "/".join(prefix)
     return None
+
+
+def dump_row(text):
+    """Dump()'s row of a process: (MAPS_READS, PAGES_FROM), or None."""
+    f = (text or "").split()
+    # PID COMM CPU MEM_MIB LOCALITY STATE TARGET MAPS_READS PAGES_FROM MIB_PER_NODE...
+    return (int(f[7]), f[8]) if len(f) >= 9 and f[7].isdigit() else None
+
+
+def check_numa_stat(t, res, ap, jp, node):
+    """A's group took its memory per node from its scope's memory.numa_stat:
+    Dump() says so for its processes, the daemon's count of numa_stat reads
+    grew while it was decided, and what the policy had A move (the journal's
+    Placing line) is what numa_stat showed off the target node before."""
+    print(f"  ..   A's scope's memory.numa_stat before Resume(): {res.get('a-numastat-file')}")
+    print(f"  ..   anon+shmem kB per node: before {res.get('a-numastat-before')}, "
+          f"with the joiner {res.get('a-numastat-group')}")
+    print(f"  ..   Dump(): A placed {res.get('a-dump-placed')!r}; A in the group {res.get('a-dump-group')!r}; "
+          f"joiner {res.get('j-dump-group')!r}")
+    reads = [res.get(k) or "" for k in ("numastat-reads-paused", "numastat-reads-placed", "numastat-reads-group")]
+    print(f"  ..   memory.numa_stat reads: paused {reads[0]}, A placed {reads[1]}, with the joiner {reads[2]}")
+    for what, key in (("A placed", "a-dump-placed"), ("A in its group of 2", "a-dump-group"),
+                      ("the joiner", "j-dump-group")):
+        row = dump_row(res.get(key))
+        t.check(row is not None and row[1] == "numa_stat",
+                f"Dump(): the policy takes the pages of {what} from its group's memory.numa_stat: {row}")
+    t.check(all(r.isdigit() for r in reads) and int(reads[1]) > int(reads[0]) and int(reads[2]) > int(reads[1]),
+            f"the daemon read memory.numa_stat while deciding A's group: {reads}")
+    before = node_kb(res.get("a-numastat-before"))
+    placing = [j for j in res.all("journal") if j.startswith(f"Placing {ap} (")]
+    m = re.search(r"place on (\d+) \((\d+) MiB to move\)", placing[0]) if placing else None
+    want = (sum(before.values()) - before.get(node, 0)) / 1024
+    print(f"  ..   Placing line: {placing[0] if placing else None}; numa_stat off node {node}: {want:.0f} MiB")
+    t.check(m is not None and int(m.group(1)) == node and abs(int(m.group(2)) - want) <= max(4, 0.03 * want),
+            f"the MiB A's group had to move are numa_stat's off node {node} ({want:.0f}): "
+            f"{m.group(0) if m else placing}")
 
 
 def body():
@@ -383,6 +441,8 @@ def body():
     print(f"  ..   the group: MemoryBytes {res.get('g-memory')}, Locality {res.get('g-locality')}")
     t.check(f"libpod-{aid}.scope" in (res.get("state-file") or ""),
             f"the state file records A's scope: {res.get('state-file')}")
+    # the group's memory per node came from its scope's memory.numa_stat
+    check_numa_stat(t, res, ap, jp, node)
     # 4
     t.eq(res.get("stop-rc"), "0", "systemctl stop numaplaced")
     t.eq(res.get("stop-result"), "success", "it stopped cleanly")
