@@ -130,6 +130,8 @@ void np_policy_groups_build(NpPolicyGroups *g, const NpPolicyProcess *procs, gui
                 u->threads = u->threads && p->threads ? u->threads + p->threads : 0;
                 u->mem += p->mem;
                 u->interleaved += p->interleaved;
+                u->balanced += p->balanced;
+                u->kernel_migrated += p->kernel_migrated;
                 u->stuck += p->stuck;
                 u->running = mask_union(g, u->running, p->running);
                 u->current = mask_union(g, u->current, p->current);

@@ -636,6 +636,29 @@ static void test_unit_summed_demand(void) {
         machine_clear(&m);
 }
 
+/* Beside the kernel's balancing, a group whose members' memory the kernel
+ * can move (default policy) is a group the kernel can move: the members'
+ * movable bytes add up like their pages (once only the first member's
+ * counted, and the group of two "cannot move most of its memory"). */
+static void test_unit_balanced_summed(void) {
+        Machine m;
+        machine_init(&m, 4, 1, 512 * MiB);
+        m.params.kernel_balancing = true;
+        NpPolicyProcess *a = process(&m, 100, 0.3, "0", (unsigned[]){ 10, 180, 10, 0 });
+        NpPolicyProcess *b = process(&m, 101, 0.3, "3", (unsigned[]){ 0, 10, 180, 10 });
+        a->group = b->group = 7;
+        a->balanced = 0; /* a memory policy: the kernel cannot move a's */
+        b->balanced = b->mem;
+        g_autoptr(GPtrArray) d = decide(&m);
+        g_assert_cmpuint(why(d, 0)->group_members, ==, 2);
+        g_assert_cmpint(why(d, 0)->kernel, !=, NP_KERNEL_CANNOT_MOVE); /* half of it: 200 of 400 MiB */
+        a->balanced = 0;
+        b->balanced = b->mem / 4;
+        g_autoptr(GPtrArray) e = decide(&m);
+        g_assert_cmpint(why(e, 0)->kernel, ==, NP_KERNEL_CANNOT_MOVE);
+        machine_clear(&m);
+}
+
 /* A unit is held by its firmest member: one pinned keeps all where they
  * are; one placed by the policy makes a sibling the unit's values narrowed
  * not foreign (the unit stays placed). */
@@ -1592,6 +1615,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/unit-as-one", test_unit_as_one);
         g_test_add_func("/policy/unit-summed-demand", test_unit_summed_demand);
         g_test_add_func("/policy/unit-holds", test_unit_holds);
+        g_test_add_func("/policy/unit-balanced-summed", test_unit_balanced_summed);
         g_test_add_func("/policy/unit-member-joins", test_unit_member_joins);
         g_test_add_func("/policy/hugetlb-pool-too-small", test_hugetlb_pool_too_small);
         g_test_add_func("/policy/hugetlb-bigger-set", test_hugetlb_bigger_set);
