@@ -623,15 +623,19 @@ static void record_groups(NpManager *m, const Snapshot *s, const GPtrArray *deci
                 }
                 if (!first)
                         continue;
-                uint64_t local = 0;
-                for (guint j = 0; g->per_node && j < g->per_node->len; j++) {
-                        const NpNodeBytes *nb = &g_array_index(g->per_node, NpNodeBytes, j);
+                /* its pages as the policy counted them: memory.numa_stat's
+                 * for a cgroup group that has it, else the members' */
+                const GArray *stat = g_hash_table_lookup(s->groups.stat_pages, g);
+                const GArray *per_node = stat ? stat : g->per_node;
+                uint64_t mem = stat ? node_bytes_sum(stat) : g->mem, local = 0;
+                for (guint j = 0; per_node && j < per_node->len; j++) {
+                        const NpNodeBytes *nb = &g_array_index(per_node, NpNodeBytes, j);
                         if (np_mask_test(running, nb->node))
                                 local += nb->bytes;
                 }
                 np_group_view_set_members(v, pids);
-                np_group_view_set_memory(v, g->mem, g->per_node);
-                np_group_view_set_locality(v, g->mem ? (double) local / (double) g->mem : 1.0);
+                np_group_view_set_memory(v, mem, per_node);
+                np_group_view_set_locality(v, mem ? (double) local / (double) mem : 1.0);
                 np_group_view_set_target(v, first->target);
                 np_group_view_set_state(v, np_proc_state_to_string(first->state));
                 NpReason r = ((const NpDecision *) decisions->pdata[first_at])->reason;

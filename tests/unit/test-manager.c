@@ -918,6 +918,11 @@ static void test_cgroup_group_numa_stat(Fixture *f, gconstpointer data) {
         g_assert_nonnull(strstr(first, "place on 2 (350 MiB to move)"));
         NpProcess *a = np_manager_process(f->m, 4242), *b = np_manager_process(f->m, 4343);
         g_assert_true(a->pages_from_group && b->pages_from_group);
+        /* its Group object shows numa_stat's 650 MiB too, not the 2 GiB of the numa_maps */
+        NpGroupView *v = np_group_table_find(f->m->groups, C1);
+        g_assert_nonnull(v);
+        g_assert_cmpuint(v->mem, ==, 650ull << 20);
+        g_assert_cmpuint(v->per_node->len, ==, 3);
         g_assert_cmpuint(f->m->numa_stat_reads, ==, 3);
         g_assert_cmpuint(a->maps_reads, >=, 1);
 
