@@ -205,7 +205,7 @@ static bool scan_processes(NpManager *m) {
                         np_process_read_cgroup(p, m->proc_table);
                 }
                 /* CPU use comes from the last two stat reads, which the table
-                 * makes only above MinProcessMemory (or when asked) */
+                 * makes only from the member floor up (or when asked) */
                 p->cpu_ticks = e->ticks;
                 p->sampled_usec = now;
                 double cpu = e->cpu_usage, before = p->cpu_usage;
