@@ -53,12 +53,24 @@ typedef struct {
         GArray *nodes; /* Node */
         GArray *procs; /* Proc */
         GArray *reservations; /* Reservation */
-        GHashTable *group_names; /* Group object path -> its Name, for groups of more than a process */
+        GArray *groups; /* Grp: the groups of more than a process, by object path */
 } Status;
 
 typedef struct {
-        char *name, *kind;
+        char *path, *name, *kind, *state;
+        GArray *members, *target; /* guint32 */
+        uint64_t memory_bytes;
+        double locality;
 } Grp;
+
+static void grp_clear(Grp *g) {
+        g_free(g->path);
+        g_free(g->name);
+        g_free(g->kind);
+        g_free(g->state);
+        g_array_unref(g->members);
+        g_array_unref(g->target);
+}
 
 static void status_clear(Status *s) {
         g_free(s->version);
@@ -82,8 +94,10 @@ static void status_clear(Status *s) {
                 g_array_unref(g_array_index(s->reservations, Reservation, i).nodes);
         if (s->reservations)
                 g_array_unref(s->reservations);
-        if (s->group_names)
-                g_hash_table_unref(s->group_names);
+        for (guint i = 0; s->groups && i < s->groups->len; i++)
+                grp_clear(&g_array_index(s->groups, Grp, i));
+        if (s->groups)
+                g_array_unref(s->groups);
         if (s->nodes)
                 g_array_unref(s->nodes);
         if (s->procs)
@@ -216,6 +230,16 @@ static int read_group_prop(sd_bus_message *m, const char *name, Grp *g) {
                 return read_string(m, &g->name);
         if (strcmp(name, "Kind") == 0)
                 return read_string(m, &g->kind);
+        if (strcmp(name, "State") == 0)
+                return read_string(m, &g->state);
+        if (strcmp(name, "Members") == 0)
+                return read_u32_array(m, g->members);
+        if (strcmp(name, "TargetNodes") == 0)
+                return read_u32_array(m, g->target);
+        if (strcmp(name, "MemoryBytes") == 0)
+                return sd_bus_message_read_basic(m, 't', &g->memory_bytes);
+        if (strcmp(name, "Locality") == 0)
+                return sd_bus_message_read_basic(m, 'd', &g->locality);
         return 0;
 }
 
@@ -278,7 +302,9 @@ static int read_objects(sd_bus_message *m, Status *s) {
                            .managed = g_array_new(FALSE, FALSE, sizeof(guint32)) };
                 Proc p = { .per_node = g_array_new(FALSE, FALSE, sizeof(PerNode)),
                            .target = g_array_new(FALSE, FALSE, sizeof(guint32)) };
-                Grp g = { 0 };
+                Grp g = { .path = g_strdup(path),
+                          .members = g_array_new(FALSE, FALSE, sizeof(guint32)),
+                          .target = g_array_new(FALSE, FALSE, sizeof(guint32)) };
                 bool is_node = false, is_proc = false;
                 while ((r = sd_bus_message_enter_container(m, 'e', "sa{sv}")) > 0) {
                         const char *iface;
@@ -310,9 +336,9 @@ static int read_objects(sd_bus_message *m, Status *s) {
                         g_array_unref(n.managed);
                 }
                 if (r >= 0 && g.name && g.kind && strcmp(g.kind, "process") != 0)
-                        g_hash_table_insert(s->group_names, g_strdup(path), g_steal_pointer(&g.name));
-                g_free(g.name);
-                g_free(g.kind);
+                        g_array_append_val(s->groups, g);
+                else
+                        grp_clear(&g);
                 if (is_proc && r >= 0)
                         g_array_append_val(s->procs, p);
                 else {
@@ -399,6 +425,20 @@ static void print_table(const Status *s) {
         }
         if (s->procs->len == 0)
                 printf("(none)\n");
+
+        if (s->groups->len) {
+                printf("\nPlacement groups of more than one process\n%-8s %-10s %10s %8s %-8s %-9s %s\n", "KIND",
+                       "MEMBERS", "MEM(MiB)", "Local", "Target", "State", "Group");
+                for (guint i = 0; i < s->groups->len; i++) {
+                        const Grp *g = &g_array_index(s->groups, Grp, i);
+                        g_autofree char *members = pid_list(g->members);
+                        g_autofree char *target = id_list(g->target);
+                        g_autofree char *name = cell(g->name);
+                        printf("%-8s %-10s %10.2f %7.0f%% %-8s %-9s %s\n", g->kind, members,
+                               (double) g->memory_bytes / MIB, g->locality * 100.0, *target ? target : "-",
+                               g->state ? g->state : "?", name);
+                }
+        }
 
         if (s->reservations->len) {
                 uint64_t now = (uint64_t) g_get_monotonic_time();
@@ -501,6 +541,23 @@ static void print_json(const Status *s) {
                 json_string(o, p->decision);
                 g_string_append_c(o, '}');
         }
+        g_string_append(o, "],\"groups\":[");
+        for (guint i = 0; i < s->groups->len; i++) {
+                const Grp *g = &g_array_index(s->groups, Grp, i);
+                g_string_append(o, i ? ",{\"name\":" : "{\"name\":");
+                json_string(o, g->name);
+                g_string_append(o, ",\"kind\":");
+                json_string(o, g->kind);
+                g_string_append(o, ",\"members\":");
+                json_ids(o, g->members);
+                g_string_append_printf(o, ",\"memory_bytes\":%" PRIu64 ",\"locality\":", g->memory_bytes);
+                json_double(o, g->locality);
+                g_string_append(o, ",\"target_nodes\":");
+                json_ids(o, g->target);
+                g_string_append(o, ",\"state\":");
+                json_string(o, g->state);
+                g_string_append_c(o, '}');
+        }
         g_string_append(o, "],\"reservations\":[");
         for (guint i = 0; i < s->reservations->len; i++) {
                 const Reservation *x = &g_array_index(s->reservations, Reservation, i);
@@ -544,13 +601,16 @@ int np_status_main(bool json) {
         s.nodes = g_array_new(FALSE, TRUE, sizeof(Node));
         s.procs = g_array_new(FALSE, TRUE, sizeof(Proc));
         s.reservations = g_array_new(FALSE, TRUE, sizeof(Reservation));
-        s.group_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        s.groups = g_array_new(FALSE, TRUE, sizeof(Grp));
         r = read_objects(reply, &s);
         /* each process's Group object path to that group's name (none for a
          * process of its own) */
         for (guint i = 0; r >= 0 && i < s.procs->len; i++) {
                 Proc *p = &g_array_index(s.procs, Proc, i);
-                const char *name = p->group ? g_hash_table_lookup(s.group_names, p->group) : NULL;
+                const char *name = NULL;
+                for (guint k = 0; p->group && !name && k < s.groups->len; k++)
+                        if (strcmp(g_array_index(s.groups, Grp, k).path, p->group) == 0)
+                                name = g_array_index(s.groups, Grp, k).name;
                 g_free(p->group);
                 p->group = g_strdup(name);
         }

@@ -292,6 +292,47 @@ class Status(nptest.BusTestCase):
                 finally:
                     d.cleanup()
 
+    def test_group_rows(self):
+        """Two processes of one podman container (a copy of 4node, bigdb
+        cloned as 4343, both in a libpod scope): one group in the table
+        and the JSON, equal to its Group object."""
+        root = tempfile.mkdtemp(prefix="np-status-group-")
+        try:
+            shutil.copytree(os.path.join(FIXTURES, "4node"), root, dirs_exist_ok=True, symlinks=True)
+            shutil.copytree(os.path.join(root, "proc", "4242"), os.path.join(root, "proc", "4343"))
+            stat = os.path.join(root, "proc", "4343", "stat")
+            with open(stat) as f:
+                text = f.read()
+            with open(stat, "w") as f:
+                f.write("4343" + text[len("4242"):])
+            for pid in ("4242", "4343"):
+                with open(os.path.join(root, "proc", pid, "cgroup"), "w") as f:
+                    f.write("0::/machine.slice/libpod-c1.scope/container\n")
+            d = nptest.Daemon(self.bus, "[Daemon]\nScanIntervalSec=1\n[Placement]\nMinProcessCPU=0\n", root=root)
+            try:
+                self.check_rows(d)
+                objs = managed_objects(self.bus)
+                groups = [o["org.numaplaced1.Group"] for o in objs.values() if "org.numaplaced1.Group" in o]
+                ours = [g for g in groups if g["Name"] == "/machine.slice/libpod-c1.scope"]
+                self.assertEqual(len(ours), 1, groups)
+                g = ours[0]
+                self.assertEqual((g["Kind"], sorted(g["Members"])), ("cgroup", [4242, 4343]))
+                js = json.loads(self.status("--json").stdout)
+                self.assertEqual(js["groups"], [{
+                    "name": g["Name"], "kind": "cgroup", "members": g["Members"], "memory_bytes": g["MemoryBytes"],
+                    "locality": js["groups"][0]["locality"], "target_nodes": g["TargetNodes"], "state": g["State"]}])
+                self.assertAlmostEqual(js["groups"][0]["locality"], g["Locality"], places=4)
+                out = self.status().stdout
+                self.assertIn("Placement groups of more than one process", out)
+                row = [l for l in out.splitlines() if l.endswith("/machine.slice/libpod-c1.scope")
+                       and l.startswith("cgroup")]
+                self.assertEqual(len(row), 1, out)
+                self.assertEqual(row[0].split()[1], ",".join(str(x) for x in g["Members"]))
+            finally:
+                d.cleanup()
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
     def check_rows(self, d):
         wait_for(lambda: self.bus.get("Scans") >= 2, 30, "two scans")
         objs = managed_objects(self.bus)
