@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 /*
- * D-Bus glue: vtables for org.numaplaced1.Manager, .Node and .Process,
- * mapped onto the manager, the placement path and the actions. The bus owns
- * which objects are published: once per event loop iteration (an sd-event
+ * D-Bus glue: the connection, org.numaplaced1.Manager (its properties and
+ * methods, mapped onto the manager, the placement path and the actions) and
+ * the signals; the Node, Process and Group objects are np-bus-objects.c's.
+ * The bus owns which objects are published: once per event loop iteration (an sd-event
  * post source) it compares what it published with the manager's processes
  * and nodes (InterfacesAdded/Removed), emits PropertiesChanged for what the
  * manager recorded as changed (m->changes and each process's mask), and
@@ -14,17 +15,12 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
+#include "np-bus-objects.h"
 #include "np-manager.h"
 
 #define NP_BUS_NAME "org.numaplaced1"
 #define NP_BUS_PATH "/org/numaplaced1"
-#define NP_BUS_NODE_PREFIX "/org/numaplaced1/node"
-#define NP_BUS_PROCESS_PREFIX "/org/numaplaced1/process"
-#define NP_BUS_GROUP_PREFIX "/org/numaplaced1/group"
 #define NP_BUS_MANAGER_IFACE "org.numaplaced1.Manager"
-#define NP_BUS_NODE_IFACE "org.numaplaced1.Node"
-#define NP_BUS_PROCESS_IFACE "org.numaplaced1.Process"
-#define NP_BUS_GROUP_IFACE "org.numaplaced1.Group"
 
 typedef struct NpBus NpBus;
 
