@@ -66,7 +66,12 @@ char *np_classify_group_of(NpManager *m, const NpProcess *p, NpGroupKind *kind) 
                 *kind = NP_GROUP_CGROUP;
                 return g;
         }
+        /* the mechanism confines the unit as a whole: its processes must be
+         * decided together; otherwise a service or a machine's scope is one
+         * workload, a login session is not */
         const char *unit = np_classify_unit_of(m, p);
+        if (!unit && np_group_unit_is_workload(p->unit) && !in_untouchable_unit(m, p))
+                unit = p->unit;
         *kind = NP_GROUP_UNIT;
         return g_strdup(unit);
 }

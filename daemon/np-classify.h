@@ -35,8 +35,9 @@ const char *np_classify_unit_of(NpManager *m, const NpProcess *p);
 /* The placement group p is decided in with other processes (np-group.h's
  * rules 1 and 2): the outermost cgroup of p's matching a Groups= glob
  * (*kind NP_GROUP_CGROUP; its systemd/unified path tried first, then its
- * cpuset one), else np_classify_unit_of() (NP_GROUP_UNIT); NULL when p is a
- * group of its own. Caller frees. */
+ * cpuset one), else np_classify_unit_of() or, when the mechanism holds
+ * each process on its own, p's unit if np_group_unit_is_workload()
+ * (NP_GROUP_UNIT); NULL when p is a group of its own. Caller frees. */
 char *np_classify_group_of(NpManager *m, const NpProcess *p, NpGroupKind *kind);
 
 /* A process counts toward its group's demand (np_classify_groups()) from

@@ -78,7 +78,7 @@ static bool advised_there(NpManager *m, const NpProcess *p) {
 }
 
 /* The candidates' placement groups (np-group.h), formed anew every scan:
- * the Groups= cgroups, the units the backend confines as one, the shared
+ * the Groups= cgroups, the services and scopes (np_classify_group_of()), the shared
  * memory objects. Each candidate's shared lines, their objects known from
  * its maps, are listed apart from its own pages, so a group counts each
  * object once. What the members point to is kept in `keep`. */
@@ -360,7 +360,7 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *
                         guint at = 0;
                         g_ptr_array_find(groups->groups, g, &at);
                         group = at + 1;
-                        if (g->key.kind == NP_GROUP_CGROUP)
+                        if (g->key.kind == NP_GROUP_CGROUP || g->key.kind == NP_GROUP_UNIT)
                                 group_name = g->key.name;
                         else if (g->key.kind == NP_GROUP_SHARED) {
                                 char *n = np_group_key_name(&g->key);
@@ -410,6 +410,7 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *
                         .cgroup = p->cgroup,
                         .group = group,
                         .group_name = group_name,
+                        .group_unit = g && g->key.kind == NP_GROUP_UNIT,
                 };
                 g_array_append_val(out, pp);
         }

@@ -23,6 +23,16 @@ const char *np_group_kind_to_string(NpGroupKind k) {
         }
 }
 
+bool np_group_unit_is_workload(const char *unit) {
+        if (!unit || g_str_equal(unit, "init.scope"))
+                return false;
+        if (g_str_has_suffix(unit, ".scope"))
+                return !g_str_has_prefix(unit, "session-");
+        if (g_str_has_suffix(unit, ".service"))
+                return !g_str_has_prefix(unit, "user@");
+        return false;
+}
+
 /* ---- the rules ---------------------------------------------------------- */
 
 /* One relation of a process: processes with the same id are grouped. */

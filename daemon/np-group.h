@@ -15,8 +15,9 @@
  *      (np_group_cgroup_match(): the outermost match, so two containers are
  *      two groups and a pod holds its containers);
  *   2. unit: they are processes of the same systemd service or scope (the
- *      unit name ends in .service or .scope, init.scope excepted), when the
- *      caller says units group (a systemd host);
+ *      unit name ends in .service or .scope, init.scope excepted; the
+ *      caller passes only the units that group, see
+ *      np_group_unit_is_workload());
  *   3. shared: each has at least min_shared_bytes of one shared memory
  *      object resident in its mapping (a library-sized object never groups);
  *   4. otherwise a process is a group of its own.
@@ -38,6 +39,13 @@ typedef enum {
 
 /* "cgroup", "unit", "shared", "process" (the Group's Kind on the bus). */
 const char *np_group_kind_to_string(NpGroupKind k);
+
+/* Is `unit` a workload whose processes belong together when nothing else
+ * ties them (the mechanism confines each process on its own)? Services and
+ * scopes are, except the ones that hold a user's unrelated jobs: login
+ * sessions (session-*.scope) and user managers (user@*.service); and
+ * init.scope. */
+bool np_group_unit_is_workload(const char *unit);
 
 /* The default Groups= globs, each with the cgroups it matches. */
 /* clang-format off */

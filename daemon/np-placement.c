@@ -303,78 +303,60 @@ static void clear_moving(NpManager *m, PlaceReq *q) {
                 g_clear_pointer(&p->moving_to, np_mask_free);
 }
 
-/* ---- units of several processes (the systemd mechanism) ----------------
- * finish() sets AllowedMemoryNodes on the whole unit, and on cgroup v2 the
- * kernel then moves the memory of every process in it, in its own order.
- * While another process of the unit waits for its move, the daemon's own
- * plan is to move that one too: the unit's memory nodes are set after the
- * last of them, not after the first. */
+/* ---- groups of several processes ---------------------------------------
+ * finish() completes a member's confinement, and may make the kernel move
+ * pages: on cgroup v2 narrowing cpuset.mems (cpuset) or setting a unit's
+ * AllowedMemoryNodes (systemd, for every process of the unit at once) moves
+ * the memory of the processes concerned, in the kernel's order. While
+ * another member of the group waits for its move, the daemon's own plan is
+ * to move that one too: the members' confinements are completed after the
+ * last of their moves, not after each. */
 
-static bool same_unit(NpManager *m, const NpProcess *p, const NpProcess *o) {
-        return o != p && p->unit && p->unit[0] && g_strcmp0(o->unit, p->unit) == 0;
+static bool same_group(const NpProcess *p, const NpProcess *o) {
+        return o != p && p->group && p->group[0] && g_strcmp0(o->group, p->group) == 0;
 }
 
-static bool unit_sibling_moving(NpManager *m, const NpProcess *p) {
-        if (!p || !np_classify_unit_of(m, p))
+static bool group_member_moving(NpManager *m, const NpProcess *p) {
+        if (!p || !p->group || !p->group[0])
                 return false;
         GHashTableIter it;
         gpointer v;
         g_hash_table_iter_init(&it, m->processes);
         while (g_hash_table_iter_next(&it, NULL, &v))
-                if (same_unit(m, p, v) && ((NpProcess *) v)->moving_to)
+                if (same_group(p, v) && ((NpProcess *) v)->moving_to)
                         return true;
         return false;
 }
 
-/* The move of a process of `unit` ended (however): when none of the unit's
- * is moving any more, finish the placed ones that waited. */
-static void finish_unit(NpManager *m, const char *unit) {
-        if (!unit || !unit[0])
-                return;
+/* After a move ended (however): finish each placed process that waited
+ * for the other members of its group, once none of them is moving (its
+ * group as last decided: one that changed group is not left waiting). */
+static void finish_waiting(NpManager *m) {
+        g_autoptr(GArray) ready = g_array_new(FALSE, FALSE, sizeof(int));
         GHashTableIter it;
         gpointer v;
         g_hash_table_iter_init(&it, m->processes);
         while (g_hash_table_iter_next(&it, NULL, &v)) {
                 const NpProcess *o = v;
-                if (g_strcmp0(o->unit, unit) == 0 && o->moving_to)
-                        return;
+                if (o->finish_deferred && !o->moving_to && !group_member_moving(m, o))
+                        g_array_append_val(ready, o->pid);
         }
-        g_hash_table_iter_init(&it, m->processes);
-        while (g_hash_table_iter_next(&it, NULL, &v)) {
-                NpProcess *o = v;
-                if (!o->finish_deferred || g_strcmp0(o->unit, unit) != 0)
+        for (guint i = 0; i < ready->len; i++) {
+                NpProcess *o = np_manager_process(m, g_array_index(ready, int, i));
+                if (!o)
                         continue;
                 o->finish_deferred = false;
                 if (!np_process_held(o))
                         continue;
                 g_autoptr(GError) e = NULL;
                 if (np_backend_finish(m->backend, o->pid, o->starttime, &e) < 0 && e)
-                        log_warning("Finishing the placement of %d (%s), whose unit %s waited for its other "
-                                    "processes: %s",
-                                    o->pid, o->comm, unit, e->message);
+                        log_warning("Finishing the placement of %d (%s), which waited for the other processes "
+                                    "of its group %s: %s",
+                                    o->pid, o->comm, o->group ? o->group : "", e->message);
                 /* on cgroup v2 the kernel may have moved its pages just now:
                  * the mover's read is no longer where they are */
                 np_maps_age_invalidate(&o->maps_age);
         }
-}
-
-/* After a move ended: finish what waited for it (p is the moved process,
- * or NULL when its record is gone: then every unit that waits). */
-static void finish_waiting(NpManager *m, const NpProcess *p) {
-        if (p) {
-                g_autofree char *unit = p->unit ? g_strdup(p->unit) : NULL;
-                finish_unit(m, unit);
-                return;
-        }
-        g_autoptr(GPtrArray) units = g_ptr_array_new_with_free_func(g_free);
-        GHashTableIter it;
-        gpointer v;
-        g_hash_table_iter_init(&it, m->processes);
-        while (g_hash_table_iter_next(&it, NULL, &v))
-                if (((NpProcess *) v)->finish_deferred)
-                        g_ptr_array_add(units, g_strdup(((NpProcess *) v)->unit));
-        for (guint i = 0; i < units->len; i++)
-                finish_unit(m, units->pdata[i]);
 }
 
 static void done(NpMove *mv, void *userdata) {
@@ -424,11 +406,12 @@ static void done(NpMove *mv, void *userdata) {
         NpProcess *self = np_manager_process(m, q->pid);
         if (self && self->starttime != q->starttime)
                 self = NULL;
-        bool defer = unit_sibling_moving(m, self);
+        bool defer = group_member_moving(m, self);
         r = defer ? 0 : np_backend_finish(m->backend, q->pid, q->starttime, &fe);
         if (defer)
-                log_debug("pid %d: another process of %s is still to be moved: its memory nodes are set after it",
-                          q->pid, self->unit);
+                log_debug("pid %d: another process of its group %s is still to be moved: its confinement is "
+                          "completed after that one's move",
+                          q->pid, self->group);
         if (r == 0 && !defer) {
                 uint64_t k = kernel_moved_bytes(mv, q->nodes);
                 if (k) {
@@ -457,8 +440,8 @@ static void done(NpMove *mv, void *userdata) {
          * passed over: nothing is stuck, the policy moves the rest */
         record_placed(m, q, moved, usec, mv->cpu_usec, mv->r < 0, mv->r < 0 ? 0 : stuck_bytes(mv, q->nodes),
                       mv->result.failed_bytes, mv->result.full != NULL, &mv->result.after);
-        if (defer && self)
-                self->finish_deferred = true;
+        if (self)
+                self->finish_deferred = defer;
         if (mv->r < 0) {
                 g_autofree char *to_s = np_mask_format(q->nodes);
                 g_set_error(&e, NP_ERROR, NP_ERROR_MIGRATION_FAILED,
@@ -467,7 +450,7 @@ static void done(NpMove *mv, void *userdata) {
         }
 out:
         clear_moving(m, q);
-        finish_waiting(m, np_manager_process(m, q->pid));
+        finish_waiting(m);
         if (q->done)
                 q->done(m, q->pid, e ? 0 : moved, e, q->userdata);
         np_move_free(mv);

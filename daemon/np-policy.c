@@ -617,6 +617,7 @@ GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPo
                 c->reason.group_members = g.size[j];
                 if (g.size[j] > 1) {
                         c->reason.group = g_strdup(u->group_name);
+                        c->reason.group_unit = u->group_unit;
                         if (c->reason.code == NP_REASON_FOREIGN && procs[i].hold != NP_HOLD_FOREIGN)
                                 c->reason.member = foreign_member(procs, n_procs, g.slot_of, j);
                 }

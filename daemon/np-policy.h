@@ -116,7 +116,9 @@ typedef struct {
                              * a foreign Decision names it when it is not the root */
         unsigned group; /* 0, or the same number for processes placed as one (a
                          * Groups= cgroup, a systemd unit): see np_policy_decide() */
-        const char *group_name; /* with group: the Groups= cgroup, named in the Decision; NULL: a unit */
+        const char *group_name; /* with group: its name in the Decision (a Groups= cgroup, a unit,
+                                 * shm:...); NULL: an unnamed unit */
+        bool group_unit; /* with group: it is a systemd unit */
 } NpPolicyProcess;
 
 typedef struct {

@@ -206,8 +206,11 @@ static char *cgroup_path_of(NpProcTable *tab, int pid, char **unit, char **syste
         }
         const char *sysd = unified ? unified : named;
         if (sysd) {
+                /* the outermost unit: the one the system's service manager
+                 * runs (units inside a user manager or a container belong to
+                 * it, and GetUnitByPID names it) */
                 g_auto(GStrv) comps = g_strsplit(sysd, "/", -1);
-                for (int i = (int) g_strv_length(comps) - 1; i >= 0; i--)
+                for (guint i = 0; comps[i]; i++)
                         if (g_str_has_suffix(comps[i], ".service") || g_str_has_suffix(comps[i], ".scope")) {
                                 *unit = g_strdup(comps[i]);
                                 break;

@@ -137,7 +137,8 @@ typedef struct {
         bool failed_full; /* ... because its target was full (ENOMEM), not busy pages */
         unsigned failed_moves; /* its last moves in a row that failed on pages (the policy's back-off) */
         NpMask *moving_to; /* a move of it is queued or running to these nodes */
-        bool finish_deferred; /* placed, but its unit's memory nodes wait for a sibling's move (np-placement.c) */
+        bool finish_deferred; /* placed, but its confinement is completed after the moves of the
+                               * other members of its group (np-placement.c) */
         char *group; /* the placement group the policy last decided it in (np_group_key_name()),
                       * NULL = none (a process of its own) */
         unsigned group_id; /* its group's entry in the manager's group table (the Group

@@ -123,6 +123,19 @@ static void test_by_unit(void) {
         teardown();
 }
 
+/* The units that group when the mechanism holds each process on its own. */
+static void test_unit_is_workload(void) {
+        const char *const yes[] = { "postgresql@15-main.service", "libpod-aaaa.scope",
+                                    "machine-qemu\\x2d1\\x2dvm.scope", "run-r1234.scope", "docker-ab.scope" };
+        const char *const no[] = { "session-3.scope", "user@1000.service", "init.scope", "user-1000.slice", "",
+                                   "foo.socket" };
+        for (size_t i = 0; i < G_N_ELEMENTS(yes); i++)
+                g_assert_true(np_group_unit_is_workload(yes[i]));
+        for (size_t i = 0; i < G_N_ELEMENTS(no); i++)
+                g_assert_false(np_group_unit_is_workload(no[i]));
+        g_assert_false(np_group_unit_is_workload(NULL));
+}
+
 static void test_cgroup_match(void) {
         const char *const *d = np_group_default_globs;
         struct {
@@ -506,6 +519,7 @@ static void test_bad_input(void) {
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/group/by-unit", test_by_unit);
+        g_test_add_func("/group/unit-is-workload", test_unit_is_workload);
         g_test_add_func("/group/cgroup-match", test_cgroup_match);
         g_test_add_func("/group/by-glob", test_by_glob);
         g_test_add_func("/group/shared-sysv", test_shared_sysv);

@@ -732,13 +732,44 @@ static void test_cgroup_group(Fixture *f, gconstpointer data) {
         g_assert_cmpstr(a->decision, ==, b->decision);
         g_assert_true(a->target && b->target && np_mask_equal(a->target, b->target));
 
-        /* Groups=none: each on its own */
+        /* Groups=none: the container's scope still makes them one, as a
+         * unit, whatever the backend */
         g_strfreev(f->m->config->groups);
         f->m->config->groups = g_new0(char *, 1);
-        scan_and_decide(f);
+        g_free(both_busy(f)); /* the cgroup is read again when it runs */
+        g_test_message("decision: %s", a->decision);
+        g_assert_true(g_str_has_prefix(a->decision, "with the 2 processes of its unit libpod-c1.scope: "));
+        g_assert_cmpstr(a->decision, ==, b->decision);
+
+        /* two services: two groups */
+        set_file(f, "proc/4242/cgroup", "0::/system.slice/a.service\n");
+        set_file(f, "proc/4343/cgroup", "0::/system.slice/b.service\n");
+        g_free(both_busy(f)); /* the cgroup is read again when it runs */
         g_test_message("decision: %s", a->decision);
         g_assert_false(g_str_has_prefix(a->decision, "with the"));
         g_assert_false(g_str_has_prefix(b->decision, "with the"));
+
+        /* one service, also when one process is in a unit of a user manager
+         * or container below it: the outermost unit is the process's */
+        set_file(f, "proc/4343/cgroup", "0::/system.slice/a.service/payload/inner.service\n");
+        g_free(both_busy(f)); /* the cgroup is read again when it runs */
+        g_test_message("decision: %s", a->decision);
+        g_assert_cmpstr(b->unit, ==, "a.service");
+        g_assert_true(g_str_has_prefix(a->decision, "with the 2 processes of its unit a.service: "));
+
+        /* a login session or a user's manager holds unrelated jobs: each on
+         * its own */
+        const char *const apart[] = { "/user.slice/user-1000.slice/session-3.scope",
+                                      "/user.slice/user-1000.slice/user@1000.service/app.slice/x.service" };
+        for (size_t i = 0; i < G_N_ELEMENTS(apart); i++) {
+                g_autofree char *line = g_strdup_printf("0::%s\n", apart[i]);
+                set_file(f, "proc/4242/cgroup", line);
+                set_file(f, "proc/4343/cgroup", line);
+                g_free(both_busy(f)); /* the cgroup is read again when it runs */
+                g_test_message("%s: %s", apart[i], a->decision);
+                g_assert_false(g_str_has_prefix(a->decision, "with the"));
+                g_assert_false(g_str_has_prefix(b->decision, "with the"));
+        }
 }
 
 /* Copy process 4242 of the fixture as `pid` (its stat names the new pid). */

@@ -295,6 +295,15 @@ static void test_unit(void) {
         check((NpReason){ .code = NP_REASON_JOIN_GROUP, .group_members = 2, .bytes = 110 * 1024 * 1024 }, "2", NULL,
               "with the 2 processes of its unit: its unit's other processes are placed on 2: it joins them there "
               "(110 MiB to move)");
+        /* a unit named */
+        check((NpReason){ .code = NP_REASON_JOIN_GROUP,
+                          .group_members = 3,
+                          .group = "postgresql@15-main.service",
+                          .group_unit = true,
+                          .bytes = 110 * 1024 * 1024 },
+              "2", NULL,
+              "with the 3 processes of its unit postgresql@15-main.service: its unit's other processes are placed "
+              "on 2: it joins them there (110 MiB to move)");
         /* a Groups= cgroup */
         check((NpReason){ .code = NP_REASON_JOIN_GROUP,
                           .group_members = 3,

@@ -268,7 +268,7 @@ R pair-allowed "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value pa
 # nodes were set after the last move
 for i in $(seq 1 60); do
     busctl get-property "org.numaplaced1" "/org/numaplaced1/process/$PA" org.numaplaced1.Process Decision |
-        grep -q '"with the 2 processes of its unit: placed on' && break
+        grep -q '"with the 2 processes of its unit pair.service: placed on' && break
     sleep 2
 done
 for x in a b; do
@@ -277,7 +277,7 @@ for x in a b; do
         org.numaplaced1.Process Decision)"
 done
 R pair-state-units $(grep -c '^Unit=pair.service' /run/numaplaced/state)
-R pair-log $(journalctl -u numaplaced --no-pager -o cat | grep -c 'Placing .*with the 2 processes of its unit')
+R pair-log $(journalctl -u numaplaced --no-pager -o cat | grep -c 'Placing .*with the 2 processes of its unit pair.service: ')
 journalctl -u numaplaced --no-pager -o cat | grep 'Placing .*of its unit' | tail -2 | while read -r l; do R pair-log-line "$l"; done
 for x in a b; do
     [ $x = a ] && p=$PA || p=$PB
@@ -313,7 +313,7 @@ R pair-c-decision "$(busctl get-property $PO State) $(busctl get-property $PO De
 R pair-c-joined $(journalctl -u numaplaced --no-pager -o cat | grep -c "Placing ${PC:-x} .*it joins them there")
 # (or, when the scan that found it saw it grown past the unit's room, the
 # unit was decided again with it as a member)
-R pair-c-with-unit $(journalctl -u numaplaced --no-pager -o cat | grep -c "Placing ${PC:-x} .*with the 3 processes of its unit")
+R pair-c-with-unit $(journalctl -u numaplaced --no-pager -o cat | grep -c "Placing ${PC:-x} .*with the 3 processes of its unit pair.service: ")
 # (the unit's demand grew by the third: the policy may have grown it onto
 # a neighbour meanwhile, so the pair's target is read again)
 R pair-c-unit-target $(busctl get-property org.numaplaced1 /org/numaplaced1/process/$PA org.numaplaced1.Process \
@@ -494,7 +494,7 @@ def body():
     t.check(len(tu) >= 3 and tc == tu and dc.startswith('s "placed"') and joined >= 1,
             f"the third joins the unit's nodes and is placed ({tc}, unit {tu}; {dc}; "
             f"{res.get('pair-c-joined')} 'it joins them there' journal lines, "
-            f"{res.get('pair-c-with-unit')} 'with the 3 processes of its unit')")
+            f"{res.get('pair-c-with-unit')} 'with the 3 processes of its unit pair.service')")
     t.eq(res.get("pair-c-state-units"), "3", "the state file records the third under Unit=pair.service too")
     t.eq(res.get("pair-c-gone"), "0", "the third killed: the daemon lets go of it")
     t.eq(res.get("pair-one-gone"), "0", "one of the pair killed: the daemon lets go of it")

@@ -472,7 +472,7 @@ def check(res):
         state, dec = (f[0], f[2]) if len(f) >= 3 else ("", "")
         t.check(state == 's "placed"' and str(pid) in managed, f"{pid}: State {state}, in ManagedProcesses")
         # decided with the others, or (significant later) joined them
-        m = re.match(r's "with the (\d+) processes of its unit: ', dec)
+        m = re.match(r's "with the (\d+) processes of its unit [^:]+: ', dec)
         together += bool(m and int(m.group(1)) >= 2)
         t.check((m and int(m.group(1)) >= 2) or "its unit's other processes are placed on" in dec,
                 f"{pid}: placed with the other processes of its unit: {dec}")
