@@ -49,6 +49,10 @@ typedef struct {
         int (*probe)(NpBackend *b, NpMechanism *m, char **why);
         /* Free m->data (may be NULL). */
         void (*free_data)(void *data);
+        /* The daemon's event loop: calls that may wait for the kernel are
+         * sent on it from now on without waiting for their answer. 0 or a
+         * negative errno. May be NULL (every call is synchronous). */
+        int (*attach_event)(NpMechanism *m, sd_event *event);
 
         /* Where the mechanism's containers live, for the log and the state
          * file's Hierarchy= (NULL when it has none), and a variant for its
@@ -115,6 +119,8 @@ struct NpBackend {
         char *cgroup_name; /* directory name for daemon cgroups ("numaplaced") */
         GArray *short_restores; /* NpShortRestore: threads put back with less than their
                                  * original affinity, CPUs of it being offline */
+        NpBackendMovedFn moved; /* np_backend_attach_event(), may be NULL */
+        void *moved_userdata;
 };
 
 /* A thread given back only part of its original affinity, because the
@@ -129,6 +135,10 @@ typedef struct {
 } NpShortRestore;
 
 #define NP_CGROUP_NAME_DEFAULT "numaplaced"
+
+/* A mechanism tells the daemon that the kernel moved pages of held pid
+ * after its finish() returned (NpBackendMovedFn). */
+void np_backend_notify_moved(NpBackend *b, pid_t pid);
 
 /* ---- helpers every mechanism may use (np-backend-util.c) ---- */
 

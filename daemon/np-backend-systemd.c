@@ -8,12 +8,14 @@
  * state file (Unit=, SystemdAllowedCPUs=, SystemdAllowedMemoryNodes=, as
  * kernel lists; "" = no restriction).
  *
- * Calls are synchronous on the main loop, bounded by NP_SYSTEMD_TIMEOUT_USEC:
- * systemd answers these in milliseconds, placements are rare (seconds apart),
- * and a bounded stall is simpler than an asynchronous state machine per call.
- * The exception is AllowedMemoryNodes= on cgroup v2, which PID 1 applies by
- * writing cpuset.mems, a write that returns once the kernel has moved the
- * unit's memory: finish() takes a timeout there as set.
+ * Calls are synchronous, bounded by NP_SYSTEMD_TIMEOUT_USEC: systemd answers
+ * them in milliseconds. The exception is AllowedMemoryNodes= in finish(),
+ * which PID 1 applies on cgroup v2 by writing cpuset.mems, a write that
+ * returns once the kernel has moved the unit's memory (seconds for a few
+ * hundred MB): with the daemon's event loop attached it is sent without
+ * waiting; when the answer comes the daemon is told the unit's processes'
+ * pages moved (np_backend_notify_moved()), and an error or no answer in
+ * time is logged. The value is taken as set either way.
  *
  * Several processes of one unit: the second record of a unit reuses the
  * originals of an existing record (the unit then already carries the
@@ -154,15 +156,11 @@ static int get_mask_prop(sd_bus *bus, const char *unit, const char *path, const 
         return r < 0 ? r : 0;
 }
 
-/* SetUnitProperties(unit, runtime, [(prop, ay list)]). */
-static int set_mask_prop(sd_bus *bus, const char *unit, const char *prop, const NpMask *mask, bool *gone,
-                         GError **error) {
-        sd_bus_error e = SD_BUS_ERROR_NULL;
-        sd_bus_message *msg = NULL, *reply = NULL;
+/* A call SetUnitProperties(unit, runtime, [(prop, ay list)]). */
+static int new_set_call(sd_bus *bus, const char *unit, const char *prop, const NpMask *mask, sd_bus_message **out) {
+        sd_bus_message *msg = NULL;
         g_autoptr(GByteArray) bytes = np_mask_to_bytes(mask);
-        int r;
-
-        r = sd_bus_message_new_method_call(bus, &msg, SD_DEST, SD_PATH, SD_MANAGER, "SetUnitProperties");
+        int r = sd_bus_message_new_method_call(bus, &msg, SD_DEST, SD_PATH, SD_MANAGER, "SetUnitProperties");
         if (r >= 0)
                 r = sd_bus_message_append(msg, "sb", unit, 1);
         if (r >= 0)
@@ -177,6 +175,19 @@ static int set_mask_prop(sd_bus *bus, const char *unit, const char *prop, const 
                 r = sd_bus_message_append_array(msg, 'y', bytes->data, bytes->len);
         for (int i = 0; i < 3 && r >= 0; i++)
                 r = sd_bus_message_close_container(msg);
+        if (r < 0) {
+                sd_bus_message_unref(msg);
+                return r;
+        }
+        *out = msg;
+        return 0;
+}
+
+static int set_mask_prop(sd_bus *bus, const char *unit, const char *prop, const NpMask *mask, bool *gone,
+                         GError **error) {
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *msg = NULL, *reply = NULL;
+        int r = new_set_call(bus, unit, prop, mask, &msg);
         if (r >= 0)
                 r = sd_bus_call(bus, msg, NP_SYSTEMD_TIMEOUT_USEC, &e, &reply);
         if (gone)
@@ -259,10 +270,92 @@ static int op_confine(NpBackend *b, NpMechanism *m, NpStateProcess *p, GError **
         return set_mask_prop(m->data, unit, "AllowedCPUs", p->cpus, NULL, error);
 }
 
+/* What an AllowedMemoryNodes= call sent without waiting was about. */
+typedef struct {
+        NpBackend *b; /* owns the bus, so outlives the call */
+        char *unit;
+        char *list;
+} MemsCall;
+
+static void mems_call_free(void *userdata) {
+        MemsCall *c = userdata;
+        g_free(c->unit);
+        g_free(c->list);
+        g_free(c);
+}
+
+static void log_mems_timeout(const char *list, const char *unit) {
+        log_notice("systemd did not answer within %d s to AllowedMemoryNodes=%s on %s (it waits while the "
+                   "kernel moves the unit's memory there); taken as set",
+                   (int) (NP_SYSTEMD_TIMEOUT_USEC / G_USEC_PER_SEC), list, unit);
+}
+
+static int mems_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        const MemsCall *c = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+        bool moved = !e || sd_bus_error_has_names(e, SD_BUS_ERROR_TIMEOUT, SD_BUS_ERROR_NO_REPLY);
+        if (!e)
+                log_debug("systemd: AllowedMemoryNodes=%s set on %s", c->list, c->unit);
+        else if (moved)
+                log_mems_timeout(c->list, c->unit);
+        else
+                log_warning("systemd refused AllowedMemoryNodes=%s on %s: %s; the unit's processes keep its CPUs "
+                            "and their memory nodes stay as they were (the daemon's plan moved their pages)",
+                            c->list, c->unit, e->message ? e->message : e->name);
+        if (moved) {
+                /* the kernel moved (or is moving) the unit's pages: every
+                 * placed process of it is told */
+                g_autoptr(GArray) pids = np_state_pids(c->b->state);
+                for (guint i = 0; i < pids->len; i++) {
+                        const NpStateProcess *o = np_state_lookup(c->b->state, g_array_index(pids, pid_t, i));
+                        if (o && o->backend == NP_BACKEND_SYSTEMD &&
+                            g_strcmp0(g_hash_table_lookup(o->extra, KEY_UNIT), c->unit) == 0)
+                                np_backend_notify_moved(c->b, o->pid);
+                }
+        }
+        return 0;
+}
+
+/* Send AllowedMemoryNodes= without waiting: 0 or a negative errno (then
+ * nothing was sent). */
+static int set_mems_async(NpBackend *b, sd_bus *bus, const char *unit, const NpMask *mask) {
+        sd_bus_message *msg = NULL;
+        sd_bus_slot *slot = NULL;
+        int r = new_set_call(bus, unit, "AllowedMemoryNodes", mask, &msg);
+        if (r < 0)
+                return r;
+        MemsCall *c = g_new0(MemsCall, 1);
+        c->b = b;
+        c->unit = g_strdup(unit);
+        c->list = np_mask_format(mask);
+        r = sd_bus_call_async(bus, &slot, msg, mems_reply, c, NP_SYSTEMD_TIMEOUT_USEC);
+        sd_bus_message_unref(msg);
+        if (r < 0) {
+                mems_call_free(c);
+                return r;
+        }
+        /* the bus owns the pending call, and frees c with it */
+        (void) sd_bus_slot_set_destroy_callback(slot, mems_call_free);
+        (void) sd_bus_slot_set_floating(slot, 1);
+        sd_bus_slot_unref(slot);
+        return 0;
+}
+
+static int op_attach_event(NpMechanism *m, sd_event *event) {
+        return m->data ? sd_bus_attach_event(m->data, event, SD_EVENT_PRIORITY_NORMAL) : 0;
+}
+
 static int op_finish(NpBackend *b, NpMechanism *m, NpStateProcess *p, GError **error) {
         const char *unit = g_hash_table_lookup(p->extra, KEY_UNIT);
         if (!unit)
                 return 0;
+        if (sd_bus_get_event(m->data)) {
+                int r = set_mems_async(b, m->data, unit, p->nodes);
+                if (r >= 0)
+                        return 0;
+                log_debug("systemd: cannot send AllowedMemoryNodes= without waiting (%s): waiting for it",
+                          g_strerror(-r));
+        }
         g_autoptr(GError) e = NULL;
         int r = set_mask_prop(m->data, unit, "AllowedMemoryNodes", p->nodes, NULL, &e);
         if (r == -ETIMEDOUT) {
@@ -274,9 +367,7 @@ static int op_finish(NpBackend *b, NpMechanism *m, NpStateProcess *p, GError **e
                  * (failing it would leave a unit narrowed that no record
                  * explains: foreign to the next scan). */
                 g_autofree char *list = np_mask_format(p->nodes);
-                log_notice("systemd did not answer within %d s to AllowedMemoryNodes=%s on %s (it waits while the "
-                           "kernel moves the unit's memory there); taken as set",
-                           (int) (NP_SYSTEMD_TIMEOUT_USEC / G_USEC_PER_SEC), list, unit);
+                log_mems_timeout(list, unit);
                 return 0;
         }
         if (r < 0)
@@ -355,6 +446,7 @@ const NpBackendOps np_backend_systemd_ops = {
         .name = "systemd",
         .probe = op_probe,
         .free_data = bus_free,
+        .attach_event = op_attach_event,
         .unit_role = op_unit_role,
         .record = op_record,
         .confine = op_confine,

@@ -237,6 +237,27 @@ const char *np_backend_name(const NpBackend *b) {
         return b->active->ops->name;
 }
 
+int np_backend_attach_event(NpBackend *b, sd_event *event, NpBackendMovedFn moved, void *userdata) {
+        g_return_val_if_fail(b && event, -EINVAL);
+        b->moved = moved;
+        b->moved_userdata = userdata;
+        int ret = 0;
+        for (guint i = 0; i < b->n_mechs; i++) {
+                NpMechanism *m = &b->mechs[i];
+                if (!m->usable || !m->ops->attach_event)
+                        continue;
+                int r = m->ops->attach_event(m, event);
+                if (r < 0 && ret == 0)
+                        ret = r;
+        }
+        return ret;
+}
+
+void np_backend_notify_moved(NpBackend *b, pid_t pid) {
+        if (b->moved)
+                b->moved(pid, b->moved_userdata);
+}
+
 NpUnitRole np_backend_unit_role(const NpBackend *b, const char *unit, const char *self_unit) {
         if (!b || !unit || !unit[0] || !b->active->ops->unit_role)
                 return NP_UNIT_EACH;

@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <systemd/sd-event.h>
 #include "np-config.h"
 #include "np-nodemask.h"
 #include "np-topology.h"
@@ -60,6 +61,20 @@ NpBackend *np_backend_new_full(NpBackendKind kind, const char *runtime_dir, cons
  * for a clean stop. */
 void np_backend_free(NpBackend *b);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpBackend, np_backend_free)
+
+/* Called on the event loop when the kernel has moved (or is moving) pages
+ * of a held pid after np_backend_finish() returned: a finish sent without
+ * waiting was answered. */
+typedef void (*NpBackendMovedFn)(pid_t pid, void *userdata);
+
+/* Run the mechanisms' calls that may wait for the kernel on `event`: the
+ * systemd mechanism's AllowedMemoryNodes= (finish), which systemd answers
+ * only once the kernel has moved the unit's memory, is then sent and
+ * np_backend_finish() returns without its answer; when it comes, moved()
+ * (may be NULL) is called for every held process of the unit, and an
+ * error or a timeout is logged. Without it every call is synchronous
+ * (tools, tests). 0, or the first negative errno. */
+int np_backend_attach_event(NpBackend *b, sd_event *event, NpBackendMovedFn moved, void *userdata);
 
 /* How the mechanism in force treats the processes of a systemd unit. */
 typedef enum {

@@ -230,6 +230,8 @@ int np_daemon_run(NpManager *m) {
         if (r < 0)
                 return r;
         m->event = e;
+        if (m->backend && (r = np_backend_attach_event(m->backend, e, np_placement_kernel_moved, m)) < 0)
+                log_warning("The backend's calls to systemd stay synchronous: %s", strerror(-r));
         r = np_placement_setup(m, &err);
         if (r < 0) {
                 log_error("Cannot set up the migration worker: %s", err->message);

@@ -466,6 +466,12 @@ int np_placement_setup(NpManager *m, GError **error) {
         return m->mover ? 0 : -EIO;
 }
 
+void np_placement_kernel_moved(pid_t pid, void *userdata) {
+        NpProcess *p = np_manager_process(userdata, (int) pid);
+        if (p)
+                np_maps_age_invalidate(&p->maps_age);
+}
+
 void np_placement_shutdown(NpManager *m) {
         if (m->mover)
                 np_mover_stop(m->mover);

@@ -42,6 +42,10 @@ int np_placement_setup(NpManager *m, GError **error);
 /* Cancel every move (queued ones and the running one, which stops between
  * two migrate_pages() calls), settle each (the process is put back; the
  * requester's callback gets CANCELLED) and return. For the daemon's stop. */
+/* The kernel moved pages of pid after its placement ended (the backend's
+ * NpBackendMovedFn, with m as userdata): the mover's read of where they are
+ * is stale, so the next scan reads them again. */
+void np_placement_kernel_moved(pid_t pid, void *userdata);
 void np_placement_shutdown(NpManager *m);
 
 /*
