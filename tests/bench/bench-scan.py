@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """scan-cost: numaplaced's CPU time per scan and peak RSS with 1000 and 5000
-real idle processes, and with 1000 idle plus 20 significant 1 GB processes,
+real idle processes, with 1000 idle plus 20 significant 1 GB processes, and
+with 1000 idle plus 200 of 32 MB (above the group member floor, below
+MinProcessMemory),
 side by side with numad measured in the same run.  A benchmark, not a test: it prints numbers, it never fails on
 them (exit status 0 unless the harness itself breaks).
 
@@ -662,8 +664,9 @@ def main():
     ap.add_argument("--herd-dir", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--herd-big", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--herd-big-mb", type=int, default=1024, help=argparse.SUPPRESS)
-    ap.add_argument("--big", default="1000+20x1024",
-                    help="the row with significant processes: IDLE+NxMB (empty: no such row)")
+    ap.add_argument("--big", default="1000+20x1024,1000+200x32",
+                    help="rows with bigger processes, comma-separated IDLE+NxMB: N of them map one MB memfd "
+                         "(empty: no such row)")
     ap.add_argument("--helper", default=os.environ.get("NP_BENCH_HELPER"),
                     help="path of bench-helper (meson builds it)")
     ap.add_argument("--whole-machine", action="store_true",
@@ -690,8 +693,8 @@ def main():
 
     counts = [int(c) for c in args.counts.split(",") if c]
     rows = [(n, 0, 0) for n in counts]
-    if args.big:
-        idle, big = args.big.split("+")
+    for spec in (b for b in args.big.split(",") if b):
+        idle, big = spec.split("+")
         bn, bmb = big.split("x")
         if not args.helper or not os.access(args.helper, os.X_OK):
             print("scan-cost: --big needs bench-helper (--helper or NP_BENCH_HELPER)", file=sys.stderr)
@@ -790,10 +793,12 @@ def report(results, args, nodes, numad_version, elapsed):
         pp_n2 = None
         if s_n2 and n2.get("procs_seen"):
             pp_n2 = stats([u / n2["procs_seen"] for u in n2["us_per_scan"]])
+        kind = ("significant ones" if e.get("big_mb", 0) << 20 >= MIN_PROCESS_MEMORY else
+                "ones below MinProcessMemory but above the group member floor (their stat read every scan)")
         what = ("%s idle processes" % n if not e.get("big") else
-                "%s: %d idle processes and %d significant ones of %d MB each (one shared memfd, so %d MB "
+                "%s: %d idle processes and %d %s of %d MB each (one shared memfd, so %d MB "
                 "of the machine; numaplaced with MinProcessCPU=0, since they are idle)"
-                % (n, e["spawned"], e["big"], e["big_mb"], e["big_mb"]))
+                % (n, e["spawned"], e["big"], kind, e["big_mb"], e["big_mb"]))
         p("---- %s (numaplaced sees %.0f PIDs in /proc; numad 2-node view sees %s) ----"
           % (what, npd["pids"], "%.0f" % n2["procs_seen"] if s_n2 and n2.get("procs_seen") else "n/a"))
         p(side_by_side("CPU per scan", "us", "numad(2-node view)", s_n2, "numaplaced", s_np))
