@@ -42,7 +42,8 @@ char *np_classify_group_of(NpManager *m, const NpProcess *p, NpGroupKind *kind);
 
 /* A process counts toward its group's demand (np_classify_groups()) from
  * this much resident memory: MinProcessMemory= / NP_GROUP_MEMBER_SHARE.
- * The scan keeps a record, and reads stat every scan, from it on. */
+ * The scan keeps a record from it on, and reads stat every scan when the
+ * process is in a group by unit or cgroup (np-scan.c). */
 #define NP_GROUP_MEMBER_SHARE 16
 uint64_t np_classify_member_floor(const NpManager *m);
 

@@ -265,6 +265,7 @@ static void apply_config(NpManager *m, NpConfig *old) {
         g_hash_table_iter_init(&it, m->processes);
         while (g_hash_table_iter_next(&it, NULL, &v)) {
                 NpProcess *p = v;
+                p->may_group = -1; /* Groups= may have changed */
                 if (cgroup_rules && !p->significant)
                         np_process_read_cgroup(p, m->proc_table);
                 np_classify_exclusion(m, p);

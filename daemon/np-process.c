@@ -51,6 +51,7 @@ NpProcess *np_process_new(int pid, uint64_t starttime) {
         p->cgroup = g_strdup("");
         p->systemd_cgroup = g_strdup("");
         p->unit = g_strdup("");
+        p->may_group = -1;
         p->decision = g_strdup("");
         p->note = g_strdup("");
         return p;
@@ -357,6 +358,7 @@ static void read_threads(NpProcess *p, const NpTopology *t, NpProcTable *tab) {
 
 void np_process_read_cgroup(NpProcess *p, NpProcTable *tab) {
         g_autofree char *unit = NULL, *systemd = NULL;
+        p->may_group = -1;
         g_autofree char *cgroup = cgroup_path_of(tab, p->pid, &unit, &systemd);
         if (g_strcmp0(cgroup, p->cgroup) != 0) {
                 mark(p, NP_PROCESS_CGROUP);

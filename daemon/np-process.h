@@ -90,6 +90,8 @@ typedef struct {
                                     * what it may share with others; 0 when unknown */
         unsigned threads;
         bool significant; /* published and sampled in detail */
+        signed char may_group; /* it can count in a unit's or Groups= cgroup's group (np-scan.c):
+                                * 1 yes, 0 no, -1 not known since its cgroup was read */
         bool group_significant; /* its group's summed demand passes the thresholds, and it
                                  * counts in it (np_classify_groups()) */
         bool seen; /* seen in the current scan */

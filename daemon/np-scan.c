@@ -108,10 +108,36 @@ static double young_cpu(NpManager *m, const NpProcEntry *e, double uptime) {
         return (double) e->ticks / hz / age;
 }
 
-/* The cheap tier asks: must stat be read for this process below the memory
- * threshold? Yes when it is held, included, or matches Include=. */
+/* The scan reads stat every scan from here up: what can be significant
+ * alone, or join a group by the shared memory rule (np-group.h). */
+static uint64_t stat_floor(const NpManager *m) {
+        return MIN(m->config->min_process_memory, NP_GROUP_MIN_SHARED_BYTES);
+}
+
+/* Can p, below stat_floor(), count in a group? Only from the member floor
+ * up, in a unit or a Groups= cgroup that groups (np_classify_group_of());
+ * kept until its cgroup is read again or the configuration reloaded. */
+static bool may_join_group(NpManager *m, NpProcess *p) {
+        if (np_process_scan_memory(p) < np_classify_member_floor(m))
+                return false;
+        if (p->may_group < 0) {
+                NpGroupKind kind;
+                g_autofree char *g = np_classify_group_of(m, p, &kind);
+                p->may_group = g != NULL;
+        }
+        return p->may_group > 0;
+}
+
+/* The cheap tier asks: must stat be read for this process below
+ * stat_floor()? Yes when it can count in a group, is held, included, or
+ * matches Include=. */
 static bool wants_stat(void *userdata, const NpProcEntry *e) {
         NpManager *m = userdata;
+        if (np_proc_entry_memory(e) >= np_classify_member_floor(m)) {
+                NpProcess *p = np_manager_process(m, e->pid);
+                if (!p || p->starttime != e->starttime || may_join_group(m, p))
+                        return true; /* its record is made in this scan */
+        }
         if (m->held_last == 0 && g_hash_table_size(m->included) == 0 && (!m->config->include || !m->config->include[0]))
                 return false; /* the common case, without a lookup */
         NpProcess *p = np_manager_process(m, e->pid);
@@ -172,7 +198,7 @@ static bool scan_processes(NpManager *m) {
 
         /* every PID, the cheap way (np-proc-table.h); details for the significant */
         np_proc_table_watch_hugetlb(m->proc_table, m->huge.in_use, m->huge_changed, m->config->min_process_memory);
-        int r = np_proc_table_scan(m->proc_table, np_classify_member_floor(m), wants_stat, m);
+        int r = np_proc_table_scan(m->proc_table, stat_floor(m), wants_stat, m);
         if (r < 0)
                 log_warning("Cannot list processes: %s", g_strerror(-r));
         const GPtrArray *entries = np_proc_table_entries(m->proc_table);
@@ -205,7 +231,7 @@ static bool scan_processes(NpManager *m) {
                         np_process_read_cgroup(p, m->proc_table);
                 }
                 /* CPU use comes from the last two stat reads, which the table
-                 * makes only from the member floor up (or when asked) */
+                 * makes only for what can be significant (or when asked) */
                 p->cpu_ticks = e->ticks;
                 p->sampled_usec = now;
                 double cpu = e->cpu_usage, before = p->cpu_usage;

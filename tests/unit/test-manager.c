@@ -1006,6 +1006,53 @@ static void test_cgroup_group_numa_stat_missing(Fixture *f, gconstpointer data) 
         g_assert_true(g_str_has_prefix(a->decision, "with the 2 processes of its group " C1 ": "));
 }
 
+/* The stat of a process below MinProcessMemory= (and the 64 MiB of the
+ * shared memory rule) is read every scan only when it can count in a group
+ * by unit or cgroup: three of 40 MiB, above the member floor (300M / 16),
+ * in a service, a login session and no unit. */
+static const NpProcEntry *entry_of(Fixture *f, int pid) {
+        const GPtrArray *entries = np_proc_table_entries(f->m->proc_table);
+        for (guint i = 0; i < entries->len; i++)
+                if (((const NpProcEntry *) entries->pdata[i])->pid == pid)
+                        return entries->pdata[i];
+        return NULL;
+}
+
+static void test_stat_floor(Fixture *f, gconstpointer data) {
+        f->m->config->mode = NP_MODE_ADVISE;
+        f->m->config->min_process_memory = 300u << 20;
+        const int pids[] = { 4343, 4444, 4545 };
+        const char *const cgroups[] = { "0::/system.slice/db.service\n",
+                                        "0::/user.slice/user-1000.slice/session-3.scope\n", "0::/\n" };
+        for (unsigned i = 0; i < G_N_ELEMENTS(pids); i++) {
+                clone_bigdb(f, pids[i]);
+                g_autofree char *cg = g_strdup_printf("proc/%d/cgroup", pids[i]);
+                set_file(f, cg, cgroups[i]);
+                g_autofree char *statm = g_strdup_printf("proc/%d/statm", pids[i]);
+                set_file(f, statm, "787456 10240 1024 5 0 1000 0\n"); /* 40 MiB resident */
+        }
+        unsigned utime = 200000;
+        for (int scan = 0; scan < 3; scan++) {
+                utime += (unsigned) (0.3 * one_cpu_ticks());
+                for (unsigned i = 0; i < G_N_ELEMENTS(pids); i++)
+                        set_stat_field_of(f, pids[i], 14, utime);
+                scan_and_decide(f);
+                if (scan == 0)
+                        continue; /* new: every one's stat is read */
+                for (unsigned i = 0; i < G_N_ELEMENTS(pids); i++) {
+                        const NpProcEntry *e = entry_of(f, pids[i]);
+                        NpProcess *p = np_manager_process(f->m, pids[i]);
+                        g_assert_nonnull(e);
+                        g_assert_nonnull(p); /* a record from the member floor up */
+                        g_test_message("scan %d: %d (%s) stat read %d, may_group %d, %.2f CPU", scan, pids[i], p->unit,
+                                       e->stat_read, p->may_group, p->cpu_usage);
+                        g_assert_true(e->stat_read == (i == 0));
+                        g_assert_cmpint(p->may_group, ==, i == 0);
+                }
+        }
+        g_assert_cmpfloat(np_manager_process(f->m, 4343)->cpu_usage, >, 0.2);
+}
+
 /* Group significance: three processes of one container, none significant
  * alone (80 MiB each against MinProcessMemory=100M, 0.3 CPU each against
  * MinProcessCPU=0.5), are as one: 3 x 20 MiB private plus the 60 MiB they
@@ -1266,6 +1313,7 @@ int main(int argc, char **argv) {
         ADD("/manager/shared-small", "4node", test_shared_small);
         ADD("/manager/cgroup-group-shared-once", "4node", test_cgroup_group_shared_once);
         ADD("/manager/group-significance", "4node", test_group_significance);
+        ADD("/manager/stat-floor", "4node", test_stat_floor);
         ADD("/manager/cgroup-group-numa-stat", "4node", test_cgroup_group_numa_stat);
         ADD("/manager/cgroup-group-numa-stat-missing", "4node", test_cgroup_group_numa_stat_missing);
 #undef ADD
