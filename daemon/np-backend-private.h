@@ -136,11 +136,12 @@ typedef struct {
 
 #define NP_CGROUP_NAME_DEFAULT "numaplaced"
 
-/* A mechanism tells the daemon that the kernel moved pages of held pid
- * after its finish() returned (NpBackendMovedFn). */
-void np_backend_notify_moved(NpBackend *b, pid_t pid);
-
 /* ---- helpers every mechanism may use (np-backend-util.c) ---- */
+
+/* Tell the daemon that the kernel moved pages of held pid after the
+ * mechanism's finish() returned (the NpBackendMovedFn given to
+ * np_backend_attach_event(), if any). */
+void np_backend_notify_moved(NpBackend *b, pid_t pid);
 
 /* starttime (field 22 of /proc/PID/stat) of a live process; -ESRCH when it
  * does not exist or is a zombie whose threads are all gone. */

@@ -261,3 +261,8 @@ int np_backend_move_threads(NpBackend *b, void *data, NpStateProcess *p, const N
                     "threads kept appearing after %d passes over /proc/%d/task", NP_MOVE_MAX_PASSES, (int) p->pid);
         return -EAGAIN;
 }
+
+void np_backend_notify_moved(NpBackend *b, pid_t pid) {
+        if (b->moved)
+                b->moved(pid, b->moved_userdata);
+}

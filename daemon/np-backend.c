@@ -253,11 +253,6 @@ int np_backend_attach_event(NpBackend *b, sd_event *event, NpBackendMovedFn move
         return ret;
 }
 
-void np_backend_notify_moved(NpBackend *b, pid_t pid) {
-        if (b->moved)
-                b->moved(pid, b->moved_userdata);
-}
-
 NpUnitRole np_backend_unit_role(const NpBackend *b, const char *unit, const char *self_unit) {
         if (!b || !unit || !unit[0] || !b->active->ops->unit_role)
                 return NP_UNIT_EACH;

@@ -117,7 +117,7 @@ typedef struct {
         unsigned group; /* 0, or the same number for processes placed as one (a
                          * Groups= cgroup, a systemd unit): see np_policy_decide() */
         const char *group_name; /* with group: its name in the Decision (a Groups= cgroup, a unit,
-                                 * shm:...); NULL: an unnamed unit */
+                                 * shm:...) */
         bool group_unit; /* with group: it is a systemd unit */
 } NpPolicyProcess;
 

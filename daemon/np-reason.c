@@ -157,12 +157,9 @@ char *np_reason_render(const NpReason *r) {
         g_autofree char *nodes = fmt_mask(r->nodes);
         double mib = (double) r->bytes / MIB;
 
-        if (r->group_members > 1 && r->group && !r->group_unit)
-                g_string_append_printf(o, "with the %u processes of its group %s: ", r->group_members, r->group);
-        else if (r->group_members > 1 && r->group)
-                g_string_append_printf(o, "with the %u processes of its unit %s: ", r->group_members, r->group);
-        else if (r->group_members > 1)
-                g_string_append_printf(o, "with the %u processes of its unit: ", r->group_members);
+        if (r->group_members > 1)
+                g_string_append_printf(o, "with the %u processes of its %s%s%s: ", r->group_members,
+                                       r->group_unit ? "unit" : "group", r->group ? " " : "", r->group ? r->group : "");
         add_context(o, r);
         switch (r->code) {
         case NP_REASON_NONE:
@@ -300,7 +297,7 @@ char *np_reason_render(const NpReason *r) {
                 g_string_append_printf(o,
                                        "its %s's other processes are placed on %s: it joins them there (%.0f MiB to "
                                        "move)",
-                                       r->group && !r->group_unit ? "group" : "unit", nodes, mib);
+                                       r->group_unit ? "unit" : "group", nodes, mib);
                 break;
         case NP_REASON_HOTPLUG_RELEASED:
         case NP_REASON_HOTPLUG_RELEASE_FAILED:

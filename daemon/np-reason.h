@@ -98,8 +98,8 @@ typedef struct {
         NpReasonContext context;
         NpReasonKernel kernel;
         unsigned group_members; /* > 1: decided with the other processes of its group */
-        char *group; /* with group_members: the group's name (a Groups= cgroup, a unit, shm:...);
-                      * NULL: an unnamed unit */
+        char *group; /* with group_members: the group's name (a Groups= cgroup, a unit, shm:...),
+                      * may be NULL */
         bool group_unit; /* the group is a systemd unit (named by `group`) */
         int member; /* FOREIGN in a group: the member someone else narrowed, 0 = itself */
         NpMask *nodes; /* the code's nodes (owned, may be NULL) */

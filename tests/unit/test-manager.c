@@ -1006,6 +1006,25 @@ static void test_cgroup_group_numa_stat_missing(Fixture *f, gconstpointer data) 
         g_assert_true(g_str_has_prefix(a->decision, "with the 2 processes of its group " C1 ": "));
 }
 
+/* Copy 4242 as `pid` in `cgroup` (a /proc/PID/cgroup line) with `statm`
+ * (size resident shared text lib data dt, in pages). */
+static void clone_in(Fixture *f, int pid, const char *cgroup, const char *statm) {
+        clone_bigdb(f, pid);
+        g_autofree char *cg = g_strdup_printf("proc/%d/cgroup", pid);
+        set_file(f, cg, cgroup);
+        g_autofree char *sm = g_strdup_printf("proc/%d/statm", pid);
+        set_file(f, sm, statm);
+}
+
+/* One scan in which each of pids used 0.3 CPU since the last (*utime: their
+ * stat's utime, advanced). */
+static void scan_at_0_3(Fixture *f, const int *pids, size_t n, unsigned *utime) {
+        *utime += (unsigned) (0.3 * one_cpu_ticks());
+        for (size_t i = 0; i < n; i++)
+                set_stat_field_of(f, pids[i], 14, *utime);
+        scan_and_decide(f);
+}
+
 /* The stat of a process below MinProcessMemory= (and the 64 MiB of the
  * shared memory rule) is read every scan only when it can count in a group
  * by unit or cgroup: three of 40 MiB, above the member floor (300M / 16),
@@ -1024,19 +1043,11 @@ static void test_stat_floor(Fixture *f, gconstpointer data) {
         const int pids[] = { 4343, 4444, 4545 };
         const char *const cgroups[] = { "0::/system.slice/db.service\n",
                                         "0::/user.slice/user-1000.slice/session-3.scope\n", "0::/\n" };
-        for (unsigned i = 0; i < G_N_ELEMENTS(pids); i++) {
-                clone_bigdb(f, pids[i]);
-                g_autofree char *cg = g_strdup_printf("proc/%d/cgroup", pids[i]);
-                set_file(f, cg, cgroups[i]);
-                g_autofree char *statm = g_strdup_printf("proc/%d/statm", pids[i]);
-                set_file(f, statm, "787456 10240 1024 5 0 1000 0\n"); /* 40 MiB resident */
-        }
+        for (unsigned i = 0; i < G_N_ELEMENTS(pids); i++)
+                clone_in(f, pids[i], cgroups[i], "787456 10240 1024 5 0 1000 0\n"); /* 40 MiB resident */
         unsigned utime = 200000;
         for (int scan = 0; scan < 3; scan++) {
-                utime += (unsigned) (0.3 * one_cpu_ticks());
-                for (unsigned i = 0; i < G_N_ELEMENTS(pids); i++)
-                        set_stat_field_of(f, pids[i], 14, utime);
-                scan_and_decide(f);
+                scan_at_0_3(f, pids, G_N_ELEMENTS(pids), &utime);
                 if (scan == 0)
                         continue; /* new: every one's stat is read */
                 for (unsigned i = 0; i < G_N_ELEMENTS(pids); i++) {
@@ -1065,22 +1076,14 @@ static void test_group_significance(Fixture *f, gconstpointer data) {
         const int pids[] = { 4343, 4444, 4545, 5353, 5454, 5555 };
         for (unsigned i = 0; i < G_N_ELEMENTS(pids); i++) {
                 bool first = i < 3;
-                clone_bigdb(f, pids[i]);
-                g_autofree char *cg = g_strdup_printf("proc/%d/cgroup", pids[i]);
-                set_file(f, cg,
+                clone_in(f, pids[i],
                          first ? "0::/machine.slice/libpod-c1.scope/container\n"
-                               : "0::/machine.slice/libpod-c2.scope/container\n");
-                /* size resident shared text lib data dt, in pages */
-                g_autofree char *statm = g_strdup_printf("proc/%d/statm", pids[i]);
-                set_file(f, statm, first ? "787456 20480 15360 5 0 1000 0\n" : "787456 20480 19200 5 0 1000 0\n");
+                               : "0::/machine.slice/libpod-c2.scope/container\n",
+                         first ? "787456 20480 15360 5 0 1000 0\n" : "787456 20480 19200 5 0 1000 0\n");
         }
         unsigned utime = 200000;
-        for (int scan = 0; scan < 3; scan++) {
-                utime += (unsigned) (0.3 * one_cpu_ticks());
-                for (unsigned i = 0; i < G_N_ELEMENTS(pids); i++)
-                        set_stat_field_of(f, pids[i], 14, utime);
-                scan_and_decide(f);
-        }
+        for (int scan = 0; scan < 3; scan++)
+                scan_at_0_3(f, pids, G_N_ELEMENTS(pids), &utime);
         for (unsigned i = 0; i < G_N_ELEMENTS(pids); i++) {
                 NpProcess *p = np_manager_process(f->m, pids[i]);
                 g_assert_nonnull(p);

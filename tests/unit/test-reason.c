@@ -288,11 +288,15 @@ static void test_hotplug(void) {
 }
 
 static void test_unit(void) {
-        check((NpReason){ .code = NP_REASON_PINNED, .group_members = 2 }, "1", NULL,
+        check((NpReason){ .code = NP_REASON_PINNED, .group_members = 2, .group_unit = true }, "1", NULL,
               "with the 2 processes of its unit: pinned on 1 by Place()");
         check((NpReason){ .code = NP_REASON_PLACED_ROOM, .group_members = 1 }, "1", NULL,
               "placed on 1, which has room");
-        check((NpReason){ .code = NP_REASON_JOIN_GROUP, .group_members = 2, .bytes = 110 * 1024 * 1024 }, "2", NULL,
+        check((NpReason){ .code = NP_REASON_JOIN_GROUP,
+                          .group_members = 2,
+                          .group_unit = true,
+                          .bytes = 110 * 1024 * 1024 },
+              "2", NULL,
               "with the 2 processes of its unit: its unit's other processes are placed on 2: it joins them there "
               "(110 MiB to move)");
         /* a unit named */
