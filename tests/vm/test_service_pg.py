@@ -28,8 +28,8 @@ Steps, each checked on the host:
     (MAP_SHARED|MAP_ANONYMOUS, `file=/dev/zero\\040(deleted)`) counts the
     buffers' pages per node. Before the daemon runs they are spread evenly.
  2. systemctl start numaplaced, with the shipped MinProcessMemory=300M
-    and MinProcessCPU=0.25 in a drop-in;
-    pgbench -c 4 -j 2 -R 8 -T 150 (8 transactions a second: unthrottled,
+    and MinProcessCPU=0.12 in a drop-in;
+    pgbench -c 4 -j 2 -R 8 -T 100 (8 transactions a second: unthrottled,
     the four backends take
     1.5 CPUs under TCG, more than one node has, and the daemon rightly
     spreads them).
@@ -74,13 +74,13 @@ NODES = 4
 NODE_MB = 768
 CPUS = 2
 SCALE = 22
-BENCH_SEC = 150
+BENCH_SEC = 100
 RATE = 8
 
 # The thresholds, which no process of the cluster passes alone: a backend's
 # resident memory is the part of the shared buffers it touched plus about
 # 12 MB (20 to 65 MB), the holder's (the buffers) comes with no CPU. The
-# shipped MinProcessMemory=300M; MinProcessCPU=0.25 in a drop-in, half the
+# shipped MinProcessMemory=300M; MinProcessCPU= lowered in a drop-in from the
 # shipped 0.5: a transaction costs the backends 0.05 to 0.09 CPU seconds
 # under TCG, so at 8 a second the four took 0.73 CPU in one run and 0.48 in
 # another (at 0.5 the group then passed at some scans only: placed 105 s
@@ -88,8 +88,11 @@ RATE = 8
 # a second, beside another test run, pgbench fell behind and the backends
 # took 1.76 CPU, more than a node's 1.7 at 85%). With 256 MB of buffers and
 # 4 transactions a second the group fell short of the memory too (290 MiB).
+# On another machine the four took 0.07 to 0.09 CPU each, the group 0.3:
+# at 0.25 it was placed only 148 s after the start, so the bar is 0.12,
+# which a backend alone (0.05 to 0.18) may pass but never with its memory.
 MIN_MEMORY_MIB = 300
-MIN_CPU = 0.25
+MIN_CPU = 0.12
 
 PG_CONF = """# service-pg-4 (tests/vm/test_service_pg.py)
 shared_buffers = 320MB
@@ -255,8 +258,12 @@ R shipped-managed $(busctl get-property $M ManagedProcesses | cut -d' ' -f3-)
 tr=$tb
 # placed: the unit's cpuset.mems set (systemd sets it after the last move of
 # the unit's processes) and at least two processes of the cluster managed
+# (the holder's Decision, each time it changes, says what the daemon waited for)
 placed=
+dl=
 while [ $(( SECONDS - tr )) -lt 150 ] && kill -0 $BP 2>/dev/null; do
+    d=$(busctl get-property org.numaplaced1 /org/numaplaced1/process/$HB org.numaplaced1.Process Decision 2>/dev/null)
+    [ "$d" != "$dl" ] && { R decision $(( SECONDS - tr )) "$d"; dl=$d; }
     mems=
     read -r mems 2>/dev/null <$CG/cpuset.mems
     if [ -n "$mems" ]; then
@@ -287,7 +294,8 @@ fi
 for p in $(pg_pids); do
     v=$(busctl get-property org.numaplaced1 /org/numaplaced1/process/$p org.numaplaced1.Process \
         State TargetNodes Decision 2>/dev/null | tr '\n' '|')
-    [ -n "$v" ] && R "placed-proc $p|$v"
+    # (one that exited while read is not the cluster's any more)
+    [ -n "$v" ] && [ -d /proc/$p ] && R "placed-proc $p|$v"
 done
 R placed-managed $(busctl get-property $M ManagedProcesses | cut -d' ' -f3-)
 R placed-allowed "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value $U | tr '\n' ' ')"
@@ -455,6 +463,8 @@ def check(res):
     # 3
     print_shipped(res, t)
     # 4
+    for x in res.all("decision"):
+        print(f"  ..   the holder's Decision at {x}")
     t.check(res.get("placed-after-start-s"),
             f"the cluster placed {res.get('placed-after-start-s')} s after pgbench started")
     procs = {}
