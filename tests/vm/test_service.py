@@ -27,9 +27,9 @@ Steps, each checked on the host:
     both get the same target (the unit's summed demand), >= 95% of each
     one's pages are there, the unit's AllowedCPUs/AllowedMemoryNodes are
     that target, the state file records both. Once MinSecondsBetweenMoves=
-    has passed, the policy's Decision does not count the pages the kernel
-    moved when the unit's memory nodes were set (after the last of the two
-    moves) as left outside. A third process started in the placed unit
+    (10 s here) has passed, the policy's Decision does not count the pages
+    the kernel moved when the unit's memory nodes were set (after the last
+    of the two moves) as left outside. A third process started in the placed unit
     joins its nodes and is recorded under the unit. One of the pair killed:
     the unit keeps the daemon's values; the other killed too: the unit,
     still running, is put back.
@@ -76,6 +76,7 @@ R boot-usec "$(systemctl show -p UserspaceTimestampMonotonic --value)"
 systemd-run --unit=work --property=AllowedCPUs=0-3 sleep 100000 >/dev/null 2>&1
 R work-before "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value work | tr '\n' ' ')"
 
+R phase 1 $(cut -d' ' -f1 /proc/uptime)
 # 1. start
 systemctl start numaplaced; R start-rc $?
 wait_active; R start-active $(systemctl is-active numaplaced)
@@ -96,6 +97,7 @@ for i in $(seq 1 120); do
 done
 R scans-advance $s0 $(busctl get-property $M Scans | awk '{print $2}')
 
+R phase 2 $(cut -d' ' -f1 /proc/uptime)
 # 2. reload with an edited ScanIntervalSec
 R interval-before $(prop ScanIntervalUSec)
 # (the upper bound too, so that quiet scans do not stretch the interval)
@@ -105,6 +107,7 @@ R conf "$(grep -E '^(Max)?ScanIntervalSec=' /etc/numaplaced.conf | tr '\n' ' ')"
 systemctl reload numaplaced; R reload-rc $?
 R interval-after $(prop ScanIntervalUSec)
 
+R phase 3 $(cut -d' ' -f1 /proc/uptime)
 # 3. a broken drop-in
 mkdir -p /etc/numaplaced.conf.d
 printf '[Daemon]\nScanIntervalSec=banana\n' > /etc/numaplaced.conf.d/50-broken.conf
@@ -117,6 +120,7 @@ rm /etc/numaplaced.conf.d/50-broken.conf
 systemctl reload numaplaced; R fixed-reload-rc $?
 R fixed-interval $(prop ScanIntervalUSec)
 
+R phase 4 $(cut -d' ' -f1 /proc/uptime)
 # 4. a busy 320 MB interleaved workload as a transient service: the policy
 # places it (by the affinity backend until the systemd backend lands), so
 # its pages move under the unit's sandbox (seccomp, capabilities, ProtectProc);
@@ -152,6 +156,7 @@ R busy-effective-mems "$(systemctl show -p EffectiveMemoryNodes --value busy)"
 R busy-allowed "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value busy | tr '\n' ' ')"
 grep -E '^(Unit|SystemdAllowed)' /run/numaplaced/state | tr '\n' ' ' | { read -r l; R busy-state-file "$l"; }
 
+R phase 5 $(cut -d' ' -f1 /proc/uptime)
 # 5. polkit
 as_user alice busctl get-property $M Scans >/dev/null 2>&1; R alice-read $?
 as_user alice busctl call $M Pause >/dev/null 2>/tmp/e; R alice-pause-norule $? "$(tr '\n' ' ' </tmp/e)"
@@ -168,6 +173,7 @@ as_user bob busctl call $M Resume >/dev/null 2>/tmp/e; R bob-resume-rule $? "$(t
 busctl call $M Resume; R root-resume $?
 rm /etc/polkit-1/rules.d/50-numaplaced-test.rules
 
+R phase 6 $(cut -d' ' -f1 /proc/uptime)
 # 6. stop
 systemctl stop numaplaced; R stop-rc $?
 R stopped $(systemctl is-active numaplaced)
@@ -178,6 +184,7 @@ R busy-affinity-after "$(taskset -pc $BP)"
 R busy-after "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value busy | tr '\n' ' ')"
 R busy-lists-after $(awk '/^(Cpus|Mems)_allowed_list/ {print $2}' /proc/$BP/status)
 
+R phase 7 $(cut -d' ' -f1 /proc/uptime)
 # 7. kill -9: systemd restarts it
 systemctl start numaplaced; wait_active
 # (its pages are all on one node already, so the policy leaves it: pin it)
@@ -209,13 +216,15 @@ R busy-final "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value busy
 systemctl stop numaplaced
 systemctl stop busy
 
+R phase 8 $(cut -d' ' -f1 /proc/uptime)
 # 8. a unit holding two significant processes is placed as one: two 150 MB
 # interleaved workloads in one service (significant from 100 MB here). The
 # daemon is paused until both are significant, so that the policy sees them
 # together (one that becomes significant later joins the placed unit with a
 # move of its own, unit test /policy/unit-member-joins; but by then the
 # first move's AllowedMemoryNodes= had the kernel move its pages)
-printf '[Placement]\nMinProcessMemory=100M\nMinProcessCPU=0.1\n' > /etc/numaplaced.conf.d/60-pair.conf
+printf '[Placement]\nMinProcessMemory=100M\nMinProcessCPU=0.1\nMinSecondsBetweenMoves=10\n' \
+    > /etc/numaplaced.conf.d/60-pair.conf
 systemctl start numaplaced; wait_active
 busctl call $M Pause
 W="/usr/local/bin/np-workload --mb 150 --interleave 0-3 --no-thp --sweep --duty 15 --no-pin --reset-policy"
@@ -262,7 +271,7 @@ for x in a b; do
         END { for (n in s) printf "%s=%d ", n, s[n] }' /proc/$p/numa_maps)
 done
 R pair-allowed "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes --value pair | tr '\n' ' ')"
-# once MinSecondsBetweenMoves= (30 s) has passed, the policy decides on the
+# once MinSecondsBetweenMoves= (10 s here) has passed, the policy decides on the
 # pair again: from where their pages are after the kernel moved what the
 # daemon's plans had left (the pages the two share) when the unit's memory
 # nodes were set after the last move
@@ -331,6 +340,7 @@ R pair-both-gone-allowed "$(systemctl show -p AllowedCPUs -p AllowedMemoryNodes 
 R pair-both-gone-active $(systemctl is-active pair)
 rm -f /etc/numaplaced.conf.d/60-pair.conf
 
+R phase 9 $(cut -d' ' -f1 /proc/uptime)
 # 9. a process no unit of its own can hold (moved into the root cgroup,
 # which systemd calls -.slice): Place() falls back to the affinity mechanism
 /usr/local/bin/np-workload --mb 8 --no-thp --sweep --duty 5 --no-pin >/dev/null 2>&1 &
@@ -371,6 +381,8 @@ def body():
     vm.add_workload()
     res = vm.run(SCRIPT, timeout=900)
     t = sysvm.checked(res)
+    # the uptime at which each step of the script began
+    print("  ..   steps began at (uptime s): " + ", ".join(res.all("phase")))
     # 1
     t.eq(res.get("start-rc"), "0", "systemctl start numaplaced")
     t.eq(res.get("start-active"), "active", "numaplaced is active")
