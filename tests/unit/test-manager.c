@@ -662,11 +662,15 @@ static void test_peek(Fixture *f, gconstpointer data) {
                          "MemFree:          6107136 kB");
         g_assert_false(np_scan_peek(f->m, false));
         g_assert_false(np_scan_peek(f->m, true));
-        /* CPU 0 busy for 100 s since the scan, no other tick: a whole CPU,
-         * more than 80% of MinProcessCPU=0.5 */
+        /* CPUs 0-2 busy for 100 s since the scan, no other tick: three
+         * whole CPUs, more than 80% of MinProcessCPU=0.5 once the CPU this
+         * test's own process used (at most one: the daemon's own, not
+         * counted) is taken out */
         f->m->config->min_process_cpu = 0.5;
         g_assert_cmpint(np_scan_run(f->m), ==, 0);
         rewrite_in_place(f, "proc/stat", "cpu0 10000 12 4000 200000", "cpu0 20000 12 4000 200000");
+        rewrite_in_place(f, "proc/stat", "cpu1 10137 13 4053 200911", "cpu1 20137 13 4053 200911");
+        rewrite_in_place(f, "proc/stat", "cpu2 10274 14 4106 201822", "cpu2 20274 14 4106 201822");
         g_assert_false(np_scan_peek(f->m, false));
         g_assert_true(np_scan_peek(f->m, true));
 }
