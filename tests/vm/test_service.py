@@ -29,8 +29,8 @@ Steps, each checked on the host:
     that target, the state file records both. Once MinSecondsBetweenMoves=
     (10 s here) has passed, the policy's Decision does not count the pages
     the kernel moved when the unit's memory nodes were set (after the last
-    of the two moves) as left outside. A third process started in the placed unit
-    joins its nodes and is recorded under the unit. One of the pair killed:
+    of the two moves) as left outside. A third process started in the
+    placed unit joins its nodes and is recorded under the unit. One of the pair killed:
     the unit keeps the daemon's values; the other killed too: the unit,
     still running, is put back.
  9. A process in the root cgroup (no unit the daemon may change): Place()
