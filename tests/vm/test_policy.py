@@ -215,12 +215,15 @@ def local_share(kb, node):
 # ---- 1 + 4: converge, then steady -----------------------------------------
 
 @scenario("converge", script=r"""
+# each one's pages as allocated, read before the next starts: the daemon
+# sees a within a second of its allocation and may be moving it while b
+# allocates
 a=$(np_start_workload /tmp/a """ + BUSY + r""" --reset-policy) || exit 1
+kb a.before $a
 b=$(np_start_workload /tmp/b """ + BUSY + r""" --reset-policy) || exit 1
+kb b.before $b
 np_result pid.a $a
 np_result pid.b $b
-kb a.before $a
-kb b.before $b
 np_wait_for 240 all_placed $a $b
 states $a $b
 kb a.after $a
