@@ -24,6 +24,7 @@ typedef struct {
         NpBus *bus;
         sd_event_source *scan_timer;
         uint64_t next_scan_usec; /* CLOCK_MONOTONIC: the next scan; peeks come between */
+        uint64_t next_cpu_peek_usec; /* CLOCK_MONOTONIC: from here a peek looks at the CPUs too */
         char *status; /* the last STATUS= sent */
         bool stopped; /* stop() ran */
         char *metrics_file; /* the MetricsFile= last written, or NULL */
@@ -84,11 +85,10 @@ static void notify_status(NpDaemon *d) {
         d->status = g_steal_pointer(&status);
 }
 
-/* The scan timer fires at the next scan or, while the interval is
- * stretched past ScanIntervalSec, every ScanIntervalSec before it for a
- * peek (np_scan_peek()). */
+/* The scan timer fires at the next scan or, every NP_PEEK_USEC before it,
+ * for a peek (np_scan_peek()). */
 static int arm_scan_timer(NpDaemon *d) {
-        uint64_t peek = np_now_usec(CLOCK_MONOTONIC) + d->m->config->scan_interval_usec;
+        uint64_t peek = np_now_usec(CLOCK_MONOTONIC) + NP_PEEK_USEC;
         int r = sd_event_source_set_time(d->scan_timer, MIN(d->next_scan_usec, peek));
         if (r >= 0)
                 r = sd_event_source_set_enabled(d->scan_timer, SD_EVENT_ONESHOT);
@@ -96,16 +96,29 @@ static int arm_scan_timer(NpDaemon *d) {
 }
 
 static void schedule_scan(NpDaemon *d) {
-        d->next_scan_usec = np_now_usec(CLOCK_MONOTONIC) + d->m->scan_interval_usec;
+        uint64_t now = np_now_usec(CLOCK_MONOTONIC);
+        d->next_scan_usec = now + d->m->scan_interval_usec;
+        d->next_cpu_peek_usec = now + d->m->config->scan_interval_usec;
 }
 
 /* A timer this close to the next scan scans (no peek just before it). */
 #define PEEK_SLACK_USEC (100 * 1000)
 
+/* Does this peek look at the CPUs too? Only while the interval is
+ * stretched past ScanIntervalSec, once every ScanIntervalSec: CPU use over
+ * a second is too noisy to scan by. */
+static bool cpu_peek_due(NpDaemon *d, uint64_t usec) {
+        const NpManager *m = d->m;
+        if (m->scan_interval_usec <= m->config->scan_interval_usec || usec + PEEK_SLACK_USEC < d->next_cpu_peek_usec)
+                return false;
+        d->next_cpu_peek_usec = usec + m->config->scan_interval_usec;
+        return true;
+}
+
 static int on_scan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         NpDaemon *d = userdata;
         int r;
-        if (usec + PEEK_SLACK_USEC < d->next_scan_usec && !np_scan_peek(d->m)) {
+        if (usec + PEEK_SLACK_USEC < d->next_scan_usec && !np_scan_peek(d->m, cpu_peek_due(d, usec))) {
                 r = arm_scan_timer(d);
                 goto armed;
         }
@@ -252,7 +265,11 @@ int np_daemon_run(NpManager *m) {
         }
         schedule_scan(&d);
         (void) sd_event_source_set_description(d.scan_timer, "scan-timer");
-        (void) sd_event_source_set_enabled(d.scan_timer, SD_EVENT_ONESHOT);
+        r = arm_scan_timer(&d);
+        if (r < 0) {
+                log_error("Cannot arm the scan timer: %s", strerror(-r));
+                goto out;
+        }
 
         log_info("numaplaced %s running: %u nodes, backend %s, mode %s, scanning every %.1f s", NP_VERSION,
                  m->topology->nodes->len, m->backend_name, np_mode_to_string(m->config->mode),

@@ -145,7 +145,7 @@ typedef struct NpManager {
         uint64_t self_cpu_usec; /* its user+system time at the last node sample */
         uint64_t self_cpu_at; /* CLOCK_MONOTONIC of that sample */
         unsigned kernel_numa_balancing; /* /proc/sys/kernel/numa_balancing at the last scan */
-        GArray *peek_ticks; /* NpCpuTicks of the last peek since the last scan (empty: none) */
+        GArray *peek_ticks; /* NpCpuTicks of the last peek at the CPUs since the last scan (empty: none) */
         uint64_t peek_self_usec; /* the daemon's CPU time at that peek */
         uint64_t peek_at; /* CLOCK_MONOTONIC of that peek, 0 = none since the last scan */
         bool brought_forward; /* a peek found a gain: the next scan comes NP_FOLLOWUP_USEC after it */

@@ -372,7 +372,7 @@ static void sample_self_cpu(NpManager *m) {
         m->self_cpu_at = now;
 }
 
-bool np_scan_peek(NpManager *m) {
+bool np_scan_peek(NpManager *m, bool with_cpu) {
         if (!m->scans)
                 return true;
         g_autoptr(GArray) ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
@@ -381,16 +381,20 @@ bool np_scan_peek(NpManager *m) {
         int r = np_sample_nodes(m->topology, true, peeked ? m->peek_ticks : m->cpu_ticks, ticks, samples, NULL);
         if (r < 0)
                 return true;
-        uint64_t cpu = np_cpu_usec(RUSAGE_SELF), now = np_now_usec(CLOCK_MONOTONIC);
-        uint64_t cpu0 = peeked ? m->peek_self_usec : m->self_cpu_usec;
-        uint64_t at0 = peeked ? m->peek_at : m->self_cpu_at;
-        double own = now > at0 && cpu >= cpu0 ? (double) (cpu - cpu0) / (double) (now - at0) : 0.0;
-        g_array_free(m->peek_ticks, TRUE);
-        m->peek_ticks = g_steal_pointer(&ticks);
-        m->peek_self_usec = cpu;
-        m->peek_at = now;
+        double own = 0.0;
+        if (with_cpu) {
+                /* the CPUs busy since the last peek that looked at them */
+                uint64_t cpu = np_cpu_usec(RUSAGE_SELF), now = np_now_usec(CLOCK_MONOTONIC);
+                uint64_t cpu0 = peeked ? m->peek_self_usec : m->self_cpu_usec;
+                uint64_t at0 = peeked ? m->peek_at : m->self_cpu_at;
+                own = now > at0 && cpu >= cpu0 ? (double) (cpu - cpu0) / (double) (now - at0) : 0.0;
+                g_array_free(m->peek_ticks, TRUE);
+                m->peek_ticks = g_steal_pointer(&ticks);
+                m->peek_self_usec = cpu;
+                m->peek_at = now;
+        }
         bool gained = np_sample_gained(m->node_samples, samples, m->config->min_process_memory / 10 * 9,
-                                       0.8 * m->config->min_process_cpu, own - m->self_cpu);
+                                       with_cpu ? 0.8 * m->config->min_process_cpu : 0.0, own - m->self_cpu);
         m->brought_forward = gained;
         if (gained)
                 log_debug("The nodes gained a significant process's memory or CPU since scan %" G_GUINT64_FORMAT

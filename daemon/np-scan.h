@@ -33,16 +33,19 @@ int np_scan_run(NpManager *m);
 #define NP_FOLLOWUP_USEC (2 * G_USEC_PER_SEC)
 #define NP_FOLLOWUP_MAX 3u
 
+/* Between two scans, a peek every this often (the daemon's timer). */
+#define NP_PEEK_USEC (1 * G_USEC_PER_SEC)
+
 /*
- * Between scans while the interval is stretched past ScanIntervalSec: sample
- * the nodes only (no process) and tell whether the machine gained what a new
- * significant process brings since the last scan: 90% of MinProcessMemory
- * more memory in use, or 80% of MinProcessCPU more CPUs busy since the last
- * peek (the daemon's own CPU taken out). True: the scan is due now (also
+ * A peek between scans: sample the nodes only (no process) and tell whether
+ * the machine gained what a new significant process brings since the last
+ * scan: 90% of MinProcessMemory more memory in use, or, when `with_cpu`,
+ * 80% of MinProcessCPU more CPUs busy since the last peek that looked at
+ * them (the daemon's own CPU taken out). True: the scan is due now (also
  * when the nodes cannot be sampled), and the scan after it comes
  * NP_FOLLOWUP_USEC later.
  */
-bool np_scan_peek(NpManager *m);
+bool np_scan_peek(NpManager *m, bool with_cpu);
 
 /*
  * Make pid's record current for an action on it (Place(), Include(),

@@ -633,32 +633,46 @@ static void rewrite_in_place(Fixture *f, const char *rel, const char *from, cons
         g_assert_cmpint(fclose(out), ==, 0);
 }
 
-/* Between stretched scans a peek reads the nodes only: while nothing was
- * gained it asks for no scan; once a node has 95 MB more in use
- * (MinProcessMemory=100M: the bar is 90 MB) it does, without scanning
- * itself; the next scan is the new base. */
+/* Between scans a peek reads the nodes only: while nothing was gained it
+ * asks for no scan; once a node has 95 MB more in use (MinProcessMemory=
+ * 100M: the bar is 90 MB) it does, without scanning itself, whether it
+ * looks at the CPUs or not; the next scan is the new base. CPUs busier
+ * by a whole CPU count only for a peek that looks at them. */
 static void test_peek(Fixture *f, gconstpointer data) {
-        g_assert_true(np_scan_peek(f->m)); /* nothing scanned yet */
+        g_assert_true(np_scan_peek(f->m, false)); /* nothing scanned yet */
         g_assert_cmpint(np_scan_run(f->m), ==, 0);
         uint64_t scans = f->m->scans;
-        g_assert_false(np_scan_peek(f->m));
-        g_assert_false(np_scan_peek(f->m));
+        g_assert_false(np_scan_peek(f->m, false));
+        g_assert_false(np_scan_peek(f->m, true));
         rewrite_in_place(f, "sys/devices/system/node/node1/meminfo", "MemFree:          6291456 kB",
                          "MemFree:          6194176 kB");
-        g_assert_true(np_scan_peek(f->m));
+        g_assert_true(np_scan_peek(f->m, false));
+        g_assert_true(np_scan_peek(f->m, true));
         g_assert_cmpuint(f->m->scans, ==, scans);
         /* the scan it brought forward is followed by another soon */
         f->m->scan_interval_usec = f->m->config->max_scan_interval_usec;
         g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_cmpuint(f->m->scan_interval_usec, ==, NP_FOLLOWUP_USEC);
-        g_assert_false(np_scan_peek(f->m));
+        g_assert_false(np_scan_peek(f->m, true));
         /* and then the regular interval again */
         g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_cmpuint(f->m->scan_interval_usec, ==, f->m->config->scan_interval_usec);
         /* 85 MB more: below the bar */
         rewrite_in_place(f, "sys/devices/system/node/node1/meminfo", "MemFree:          6194176 kB",
                          "MemFree:          6107136 kB");
-        g_assert_false(np_scan_peek(f->m));
+        g_assert_false(np_scan_peek(f->m, false));
+        g_assert_false(np_scan_peek(f->m, true));
+        /* CPUs 0-2 busy for 100 s since the scan, no other tick: three
+         * whole CPUs, more than 80% of MinProcessCPU=0.5 once the CPU this
+         * test's own process used (at most one: the daemon's own, not
+         * counted) is taken out */
+        f->m->config->min_process_cpu = 0.5;
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
+        rewrite_in_place(f, "proc/stat", "cpu0 10000 12 4000 200000", "cpu0 20000 12 4000 200000");
+        rewrite_in_place(f, "proc/stat", "cpu1 10137 13 4053 200911", "cpu1 20137 13 4053 200911");
+        rewrite_in_place(f, "proc/stat", "cpu2 10274 14 4106 201822", "cpu2 20274 14 4106 201822");
+        g_assert_false(np_scan_peek(f->m, false));
+        g_assert_true(np_scan_peek(f->m, true));
 }
 
 /* Replace the first match of `pattern` in proc/4242/<file> with `with`. */
