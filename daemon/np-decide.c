@@ -647,6 +647,13 @@ static void record_groups(NpManager *m, const Snapshot *s, const GPtrArray *deci
         np_group_table_end(m->groups);
 }
 
+/* Candidates by their decision's order (stable: the rest keep theirs). */
+static gint by_order(gconstpointer a, gconstpointer b, gpointer data) {
+        const GPtrArray *decisions = data;
+        const NpDecision *x = decisions->pdata[*(const guint *) a], *y = decisions->pdata[*(const guint *) b];
+        return (x->order > y->order) - (x->order < y->order);
+}
+
 void np_decide_run(NpManager *m) {
         /* Nothing to decide while paused, or on a machine with one node of
          * memory (every process is local there). */
@@ -662,7 +669,14 @@ void np_decide_run(NpManager *m) {
         g_auto(Snapshot) s = { 0 };
         snapshot(m, &s);
         g_autoptr(GPtrArray) decisions = np_policy_decide(s.nodes, s.n_nodes, s.procs, s.n_procs, &s.params);
-        for (guint i = 0; i < s.cands->len; i++) {
+        /* moves are queued in the order the policy planned them: each
+         * counts on the room the ones before it leave on their nodes */
+        g_autoptr(GArray) seq = g_array_sized_new(FALSE, FALSE, sizeof(guint), s.cands->len);
+        for (guint i = 0; i < s.cands->len; i++)
+                g_array_append_val(seq, i);
+        g_array_sort_with_data(seq, by_order, decisions);
+        for (guint k = 0; k < seq->len; k++) {
+                guint i = g_array_index(seq, guint, k);
                 NpProcess *p = s.cands->pdata[i];
                 const NpDecision *d = decisions->pdata[i];
                 NpPolicyHold hold = s.procs[i].hold;

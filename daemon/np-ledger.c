@@ -346,6 +346,7 @@ void np_ledger_init(NpLedger *l, const NpPolicyNode *nodes, guint n_nodes, const
         double t = (double) CLAMP(params->target_utilization, 1u, 100u) / 100.0;
         l->n = n_nodes;
         l->params = params;
+        l->moves = 0;
         l->s = g_new0(NpLedgerSlot, n_nodes);
         for (guint i = 0; i < n_nodes; i++) {
                 const NpPolicyNode *nd = &nodes[i];
@@ -356,10 +357,10 @@ void np_ledger_init(NpLedger *l, const NpPolicyNode *nodes, guint n_nodes, const
                 s->cap_cpu = nd->cpu_capacity * t;
                 s->raw_cpu = nd->cpu_capacity;
                 /* a move needs the pages free on its target when it runs;
-                 * keep the kernel's reserves (about 5%) out of reach */
+                 * keep the kernel's reserves out of reach */
                 s->phys_free = MAX(0.0,
                                    (double) (nd->mem_free_now ? nd->mem_free_now : nd->mem_free) -
-                                           0.05 * (double) nd->mem_total);
+                                           NP_POLICY_MEM_RESERVE * (double) nd->mem_total);
                 s->used_cpu = nd->cpu_busy;
                 s->cap_mem = (double) nd->mem_total * t;
                 s->used_mem = nd->mem_total > nd->mem_free ? (double) (nd->mem_total - nd->mem_free) : 0.0;
@@ -397,6 +398,7 @@ bool np_ledger_movable(const NpLedger *l, const NpPolicyProcess *p, const NpMask
 void np_ledger_move_pages(NpLedger *l, const NpPolicyProcess *p, const NpMask *set) {
         double free;
         double incoming = incoming_and_free(l, p, set, &free);
+        l->moves++;
         for (guint i = 0; i < l->n; i++) {
                 NpLedgerSlot *s = &l->s[i];
                 if (!s->has_mem)

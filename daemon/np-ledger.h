@@ -35,6 +35,7 @@ typedef struct {
         NpLedgerSlot *s;
         guint n;
         const NpPolicyParams *params;
+        unsigned moves; /* np_ledger_move_pages() calls so far */
 } NpLedger;
 
 /* A ledger of `nodes` at params' TargetUtilization, from the samples (every
@@ -93,6 +94,7 @@ void np_ledger_commit(NpLedger *l, const NpPolicyProcess *p, const NpMask *set);
 /* Can p's pages that are not on set move there now, after the moves
  * decided before it (is that much memory free on its nodes)? */
 bool np_ledger_movable(const NpLedger *l, const NpPolicyProcess *p, const NpMask *set);
-/* The moves decided run one after the other: after p's, its pages are on
- * set and gone from its other nodes. */
+/* The moves decided run one after the other, in the order of these calls
+ * (l->moves counts them): after p's, its pages are on set and gone from its
+ * other nodes. */
 void np_ledger_move_pages(NpLedger *l, const NpPolicyProcess *p, const NpMask *set);

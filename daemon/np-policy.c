@@ -412,7 +412,9 @@ static NpDecision *place_or_nofit(NpLedger *l, const NpPolicyProcess *p, const N
         np_ledger_move_pages(l, p, set);
         distances(l, set, &r->dist_lo, &r->dist_hi);
         r->bytes = p->mem - MIN(p->mem, np_ledger_bytes_on_set(p, set));
-        return decision(p->pid, NP_DECISION_MOVE, g_steal_pointer(&set), r);
+        NpDecision *d = decision(p->pid, NP_DECISION_MOVE, g_steal_pointer(&set), r);
+        d->order = l->moves;
+        return d;
 }
 
 /* Can the kernel's NUMA balancing (on) move most of p's memory? */
@@ -489,6 +491,7 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                                 np_ledger_move_pages(&l, p, p->current);
                                 r.code = NP_REASON_PLACED_REST;
                                 out[i] = decision(p->pid, NP_DECISION_MOVE, np_mask_copy(p->current), &r);
+                                out[i]->order = l.moves;
                                 continue;
                         }
                         if (stuck_now(p)) {
@@ -607,10 +610,12 @@ GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPo
                                        .bytes = procs[i].mem -
                                                MIN(procs[i].mem, np_ledger_bytes_on_set(&procs[i], u->current)) };
                         c = decision(procs[i].pid, NP_DECISION_MOVE, np_mask_copy(u->current), &r);
+                        c->order = G_MAXUINT; /* not in the ledger's plan: after its moves */
                 } else {
                         c = g_new0(NpDecision, 1);
                         c->pid = procs[i].pid;
                         c->kind = d->kind;
+                        c->order = d->order;
                         c->nodes = copy_mask(d->nodes);
                         np_reason_copy(&c->reason, &d->reason);
                 }

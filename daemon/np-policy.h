@@ -141,6 +141,11 @@ typedef struct {
         int pid;
         NpDecisionKind kind;
         NpMask *nodes; /* MOVE: the target; NOFIT: the nodes that would be needed (may be NULL); KEEP: NULL */
+        /* MOVE: its place among the round's moves (1 = first). Each move
+         * counts on the room the moves before it leave on their nodes, so
+         * they must be carried out in this order; a member joining its
+         * group's nodes comes after all of them. 0 for KEEP and NOFIT. */
+        unsigned order;
         NpReason reason; /* why: np_reason_render() words it for the log and the Decision property */
 } NpDecision;
 
@@ -167,6 +172,12 @@ uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves);
 
 /* The margin of the ledger's hysteresis, as a share of a node's capacity. */
 #define NP_POLICY_HYSTERESIS 0.10
+
+/* The share of a node's memory that pages moved in never fill: the kernel's
+ * own reserves (its watermarks) and room for what runs there to allocate.
+ * A move is planned, and started, only when the pages that come in fit in
+ * the node's MemFree less this. */
+#define NP_POLICY_MEM_RESERVE 0.05
 
 /*
  * Decide for every process of `procs` (n_procs of them) on `nodes`. Returns

@@ -995,6 +995,47 @@ static void test_no_move_back(void) {
         machine_clear(&m);
 }
 
+/* The moves of d, carried out one at a time in their order
+ * (NpDecision.order), each find the room they need on their target free
+ * (less the 5% the ledger keeps for the kernel) when they run. */
+static void assert_moves_fit_in_order(Machine *m, GPtrArray *d) {
+        double free[16];
+        for (guint n = 0; n < m->n; n++)
+                free[n] = (double) m->nodes[n].mem_free - 0.05 * (double) m->nodes[n].mem_total;
+        unsigned last = 0;
+        for (;;) {
+                /* the next move: the lowest order above the last one's */
+                guint next = G_MAXUINT;
+                for (guint i = 0; i < d->len; i++) {
+                        const NpDecision *x = dec(d, i);
+                        if (x->kind == NP_DECISION_MOVE && x->order > last &&
+                            (next == G_MAXUINT || x->order < dec(d, next)->order))
+                                next = i;
+                }
+                if (next == G_MAXUINT)
+                        return;
+                const NpDecision *x = dec(d, next);
+                g_assert_cmpuint(x->order, >, 0);
+                last = x->order;
+                const NpPolicyProcess *p = &m->procs[next];
+                double incoming = 0, room = 0;
+                for (guint k = 0; k < p->per_node->len; k++) {
+                        const NpNodeBytes *nb = &g_array_index(p->per_node, NpNodeBytes, k);
+                        if (!np_mask_test(x->nodes, nb->node)) {
+                                incoming += (double) nb->bytes;
+                                free[nb->node] += (double) nb->bytes;
+                        }
+                }
+                NP_MASK_FOREACH (n, x->nodes)
+                        room += free[n];
+                if (incoming > room)
+                        g_error("move %u (process %d) needs %.0f MiB on its nodes, %.0f MiB are free then", x->order,
+                                x->pid, incoming / MiB, room / MiB);
+                NP_MASK_FOREACH (n, x->nodes)
+                        free[n] -= room > 0 ? incoming * free[n] / room : 0;
+        }
+}
+
 /* Moves run one after the other and need their pages free on the target
  * when they run: the first goes where there is room now, the next where
  * the first freed some. */
@@ -1012,6 +1053,8 @@ static void test_moves_need_free_memory_now(void) {
          * goes to the node with room now */
         g_autofree char *first = np_mask_format(dec(d, 0)->nodes);
         g_assert_cmpstr(first, ==, "1");
+        g_assert_cmpuint(dec(d, 0)->order, ==, 1);
+        assert_moves_fit_in_order(&m, d);
         machine_clear(&m);
 
         /* no node has the room now: they wait (and say so), nothing fails */
@@ -1023,6 +1066,39 @@ static void test_moves_need_free_memory_now(void) {
         g_autoptr(GPtrArray) d2 = decide(&m);
         for (int i = 0; i < 3; i++)
                 assert_keep(d2, i, NP_REASON_WAIT_FREE);
+        machine_clear(&m);
+}
+
+/* Three guests of unequal size, spread evenly: each move makes room for
+ * the next one only when they run in the order the policy planned, which
+ * is not the order of their pids (the daemon once queued them by pid: the
+ * first move found its node full, was confined there anyway, and the
+ * kernel's cpuset OOM killer took the other two guests). */
+static void test_moves_in_planned_order(void) {
+        Machine m;
+        machine_init(&m, 4, 2, 640 * MiB);
+        process(&m, 190, 1.0, "0-1", (unsigned[]){ 82, 82, 82, 82 });
+        process(&m, 193, 1.0, "1-2", (unsigned[]){ 84, 84, 84, 84 });
+        process(&m, 196, 1.0, "2-3", (unsigned[]){ 80, 80, 80, 80 });
+        for (guint n = 0; n < 4; n++)
+                m.nodes[n].mem_free -= (n == 1 ? 60 : 170) * MiB; /* the kernel, the root file system */
+        g_autoptr(GPtrArray) d = decide(&m);
+        for (guint i = 0; i < 3; i++) {
+                g_assert_cmpint(dec(d, i)->kind, ==, NP_DECISION_MOVE);
+                g_assert_cmpuint(dec(d, i)->order, >=, 1);
+                g_assert_cmpuint(dec(d, i)->order, <=, 3);
+        }
+        /* biggest first: 193, then 190, then 196 */
+        g_assert_cmpuint(dec(d, 1)->order, ==, 1);
+        g_assert_cmpuint(dec(d, 0)->order, ==, 2);
+        g_assert_cmpuint(dec(d, 2)->order, ==, 3);
+        assert_moves_fit_in_order(&m, d);
+        /* the order matters here: 190's move alone does not fit where it goes */
+        const NpDecision *a = dec(d, 0);
+        double room = 0;
+        NP_MASK_FOREACH (n, a->nodes)
+                room += (double) m.nodes[n].mem_free - 0.05 * (double) m.nodes[n].mem_total;
+        g_assert_cmpfloat(room, <, 3 * 82 * MiB);
         machine_clear(&m);
 }
 
@@ -1604,6 +1680,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/no-ping-pong-with-noise", test_no_ping_pong_with_noise);
         g_test_add_func("/policy/no-move-back", test_no_move_back);
         g_test_add_func("/policy/moves-need-free-memory-now", test_moves_need_free_memory_now);
+        g_test_add_func("/policy/moves-in-planned-order", test_moves_in_planned_order);
         g_test_add_func("/policy/advise", test_advise);
         g_test_add_func("/policy/advise-concurrent-reserved", test_advise_concurrent_reserved);
         g_test_add_func("/policy/placement-leaves-reserved-room", test_placement_leaves_reserved_room);
