@@ -9,6 +9,8 @@
 #include "np-classify.h"
 #include "np-log.h"
 #include "np-migrate-plan.h"
+#include "np-policy.h"
+#include "np-sample.h"
 #include "np-scan.h"
 
 typedef struct {
@@ -93,6 +95,36 @@ static GArray *group_ranges(const NpProcess *p) {
         return out;
 }
 
+/* The bytes of p's pages (not hugetlb: those come from their pools) that a
+ * move to `nodes` brings in, and what those nodes have free for them now:
+ * MemFree less NP_POLICY_MEM_RESERVE of each. 0, or a negative errno from
+ * reading a node's meminfo. */
+static int room_now(NpManager *m, const NpProcess *p, const NpMask *nodes, uint64_t *incoming, uint64_t *free) {
+        *incoming = *free = 0;
+        const GArray *pn = p->maps.per_node;
+        for (guint i = 0; pn && i < pn->len; i++) {
+                const NpNodeBytes *nb = &g_array_index(pn, NpNodeBytes, i);
+                if (!np_mask_test(nodes, nb->node))
+                        *incoming += nb->bytes;
+        }
+        const GArray *hp = p->maps.huge_per_node;
+        for (guint i = 0; hp && i < hp->len; i++) {
+                const NpHugeBytes *hb = &g_array_index(hp, NpHugeBytes, i);
+                if (!np_mask_test(nodes, hb->node))
+                        *incoming -= MIN(*incoming, hb->bytes);
+        }
+        NP_MASK_FOREACH (n, nodes) {
+                const NpNode *node = np_topology_node(m->topology, (unsigned) n);
+                uint64_t f, total;
+                int r = node ? np_sample_mem_free_now(m->topology, node, &f, &total) : -ENOENT;
+                if (r < 0)
+                        return r;
+                uint64_t keep = (uint64_t) (NP_POLICY_MEM_RESERVE * (double) total);
+                *free += f - MIN(f, keep);
+        }
+        return 0;
+}
+
 /* ---- prepare: on the main loop, when the move reaches the worker -------- */
 
 static int prepare(NpMove *mv, void *userdata) {
@@ -124,6 +156,24 @@ static int prepare(NpMove *mv, void *userdata) {
         if (!m->backend) {
                 g_set_error(&q->error, NP_ERROR, NP_ERROR_NOT_SUPPORTED, "No placement backend is available");
                 return -EOPNOTSUPP;
+        }
+        /* The policy planned the move on the room its nodes had at the
+         * scan; the moves queued before it, and everything else that runs,
+         * may have taken that room since. Confined to nodes without it, the
+         * process's next allocation would wake the kernel's cpuset OOM
+         * killer, which takes whichever process has the most memory there:
+         * such a move waits for the policy's next look instead. A Place()
+         * call is the operator's: it goes ahead. */
+        uint64_t incoming, free;
+        if (q->reason != NP_PLACE_MANUAL && room_now(m, p, q->nodes, &incoming, &free) == 0 && incoming > free) {
+                g_autofree char *to_s = np_mask_format(q->nodes);
+                g_set_error(&q->error, NP_ERROR, NP_ERROR_FAILED,
+                            "Not moving %d (%s) to nodes %s now: %.1f MiB of its pages would come in and %.1f MiB "
+                            "are free there (less %.0f%% kept for the kernel); the policy decides it again at its "
+                            "next scan",
+                            q->pid, p->comm, to_s, (double) incoming / (1024.0 * 1024.0),
+                            (double) free / (1024.0 * 1024.0), NP_POLICY_MEM_RESERVE * 100.0);
+                return -ENOSPC;
         }
 
         /* from = where its memory may be now, plus wherever pages really are */
@@ -508,12 +558,16 @@ int np_placement_submit(NpManager *m, int pid, const NpMask *nodes, NpPlaceReaso
         q->userdata = userdata;
         np_mask_free(p->moving_to);
         p->moving_to = np_mask_copy(nodes);
-        if (np_manager_kernel_balancing(m) && (np_mover_current(m->mover) || np_mover_queued(m->mover) > 0)) {
+        uint64_t incoming, free;
+        if (np_manager_kernel_balancing(m) && (np_mover_current(m->mover) || np_mover_queued(m->mover) > 0) &&
+            room_now(m, p, nodes, &incoming, &free) == 0 && incoming <= free) {
                 /* queued behind another move: confined now, so that its
                  * threads stay on its nodes meanwhile and the kernel's
                  * balancing moves its pages there, not after threads the
                  * scheduler takes elsewhere; its pages move when its turn
-                 * comes */
+                 * comes. Not when its nodes have the room for it only
+                 * after the moves before it (its allocations there would
+                 * find none). */
                 g_autoptr(NpMask) cpus = np_placement_cpus_for(m, nodes);
                 g_autoptr(GError) ce = NULL;
                 if (np_backend_confine(m->backend, pid, p->starttime, nodes, cpus, &ce) == 0) {

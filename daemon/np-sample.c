@@ -187,6 +187,29 @@ static void sample_pools(const NpTopology *t, GArray *out, NpHugeSample *huge) {
                 *huge = h;
 }
 
+/* Node n's meminfo (the machine's for a synthetic topology) into *mi. */
+static int read_node_meminfo(const NpTopology *t, const NpNode *n, char **mi) {
+        if (t->synthetic)
+                return np_read_file_kept("/proc/meminfo", mi, NULL);
+        char path[64];
+        snprintf(path, sizeof path, "/sys/devices/system/node/node%u/meminfo", n->id);
+        return np_read_file_kept(path, mi, NULL);
+}
+
+int np_sample_mem_free_now(const NpTopology *t, const NpNode *n, uint64_t *free_bytes, uint64_t *total_bytes) {
+        if (!t || !n || !free_bytes || !total_bytes)
+                return -EINVAL;
+        g_autofree char *mi = NULL;
+        int r = read_node_meminfo(t, n, &mi);
+        if (r < 0)
+                return r;
+        if (np_parse_meminfo_value(mi, "MemFree", free_bytes) < 0)
+                return -EINVAL;
+        if (np_parse_meminfo_value(mi, "MemTotal", total_bytes) < 0)
+                *total_bytes = n->mem_total_bytes;
+        return 0;
+}
+
 int np_sample_nodes(const NpTopology *t, bool inactive_file_is_free, const GArray *prev_ticks, GArray *ticks_out,
                     GArray *out, NpHugeSample *huge) {
         if (!t || !out)
@@ -213,13 +236,7 @@ int np_sample_nodes(const NpTopology *t, bool inactive_file_is_free, const GArra
                 };
 
                 g_autofree char *mi = NULL;
-                if (t->synthetic) {
-                        r = np_read_file_kept("/proc/meminfo", &mi, NULL);
-                } else {
-                        char path[64];
-                        snprintf(path, sizeof path, "/sys/devices/system/node/node%u/meminfo", n->id);
-                        r = np_read_file_kept(path, &mi, NULL);
-                }
+                r = read_node_meminfo(t, n, &mi);
                 if (r < 0)
                         return r;
                 uint64_t v;

@@ -72,6 +72,11 @@ typedef struct {
 int np_sample_nodes(const NpTopology *t, bool inactive_file_is_free, const GArray *prev_ticks, GArray *ticks_out,
                     GArray *out, NpHugeSample *huge);
 
+/* Node n's MemFree and MemTotal now, in bytes (as np_sample_nodes() reads
+ * them: the machine's for a synthetic topology; MemTotal falls back to
+ * n->mem_total_bytes). 0, a negative errno from reading, or -EINVAL. */
+int np_sample_mem_free_now(const NpTopology *t, const NpNode *n, uint64_t *free_bytes, uint64_t *total_bytes);
+
 /*
  * Did the machine gain, from `before` to `now` (node samples of the same
  * nodes, each cpu_busy over its own interval), what one more significant

@@ -19,8 +19,16 @@ one CPU per node, cgroup v1), MaxRate=16M so a move takes seconds.
               the OOM killer ends the first. The move ends, the process's
               record and the daemon's cpuset are gone, the counters add up,
               and no error-level line is logged.
+  queued-full two busy 200 MB processes, allocated interleaved, are placed
+              by the policy in one scan; while the first one's paced move
+              runs, another process fills the second one's target node.
+              When the second move's turn comes its pages no longer fit
+              there: it does not start ("Not moving ... now" in the log),
+              the process is not confined to that node, the kernel's OOM
+              killer ends no one, and the policy places it once there is
+              room (on that node once the filler is gone, or elsewhere).
 
-node-full runs on cgroup v1 and v2 (node-full-v2). oom needs the v1 memory
+node-full runs on cgroup v1 and v2 (node-full-v2), queued-full on v1. oom needs the v1 memory
 hierarchy: on cgroup v2 a process the cpuset backend confines leaves its
 memory cgroup for the daemon's, so a limit on its own cgroup no longer
 applies to it.
@@ -215,10 +223,71 @@ def check_oom(t, res):
     t.eq(errors, [], "no error-level log line")
 
 
+QUEUED_FULL = r"""
+# slower moves: the first one lasts while the filler takes its memory
+printf '[Migration]\nMaxRate=8M\n' >> /etc/np.conf
+busctl call $M Reload > /dev/null
+a=$(np_start_workload /tmp/a --mb 200 --interleave 0-3 --reset-policy --no-thp --sweep --duty 30 --no-pin) || exit 1
+b=$(np_start_workload /tmp/b --mb 200 --interleave 0-3 --reset-policy --no-thp --sweep --duty 30 --no-pin) || exit 1
+np_result pid.a $a
+np_result pid.b $b
+placing() { grep -E "Placing ($a|$b) " /tmp/numaplaced.log; }
+two_placing() { [ $(placing | wc -l) -ge 2 ]; }
+np_wait_for 120 two_placing || { np_result placing.timeout 1; exit 0; }
+# the second in the mover's queue (the log says Placing in the queue's
+# order), and its target
+q=$(placing | sed -n 2p | sed 's/.*Placing \([0-9]*\) .*/\1/')
+t=$(placing | sed -n 2p | sed -n 's/.*: place on \([0-9]*\) .*/\1/p')
+np_result queued $q
+np_result target $t
+np_result placing "$(placing | tr '\n' '|')"
+fill=$(( $(awk '/MemFree/ { print $4 }' /sys/devices/system/node/node$t/meminfo) / 1024 ))
+f=$(np_start_workload /tmp/f --mb $fill --preferred $t --no-thp --sleep) || np_result filler.failed 1
+np_result fill.mb $fill
+np_result f.kb $(np_numa_kb $f)
+# the first move still ran when the filler had its memory
+np_result placed.before.fill "$(grep -c -E "Placed ($a|$b) " /tmp/numaplaced.log)"
+np_wait_for 120 logged "Not moving $q " || np_result refused.timeout 1
+np_result refused "$(grep "Not moving $q " /tmp/numaplaced.log | head -n 1)"
+np_result q.cpuset "$(grep cpuset /proc/$q/cgroup)"
+np_result q.mems "$(awk '/^Mems_allowed_list/ { print $2 }' /proc/$q/status)"
+np_result oom.refused "$(dmesg | grep -c 'Killed process')"
+kill $f
+np_wait_for 120 logged "Placed $q " || np_result placed.timeout 1
+np_result q.placed "$(grep "Placed $q " /tmp/numaplaced.log | head -n 1)"
+np_result q.alive $(kill -0 $q 2>/dev/null && echo yes)
+np_result oom.end "$(dmesg | grep -c 'Killed process')"
+np_stop_numaplaced
+kill $a $b 2>/dev/null
+true
+"""
+
+
+def check_queued_full(t, res):
+    t.check(res.get("placing.timeout") is None, "the policy decided to place both processes")
+    print(f"  ..   {res.get('placing')}")
+    t.check(res.get("filler.failed") is None, "the filler got its memory")
+    q, tgt = res.get("queued"), res.get("target")
+    f_kb = res.node_kb("f.kb")
+    print(f"  ..   the filler: {res.get('fill.mb')} MB, {f_kb} kB per node")
+    t.eq(res.get("placed.before.fill"), "0", "the first move still ran when the filler had its memory")
+    t.check(res.get("refused.timeout") is None, f"the queued move of {q} did not start ({res.get('refused')!r})")
+    t.check(f"nodes-{tgt}" not in (res.get("q.cpuset") or ""),
+            f"{q} is not confined to node {tgt} ({res.get('q.cpuset')!r}, Mems_allowed_list {res.get('q.mems')})")
+    t.eq(res.get("oom.refused"), "0", "the kernel's OOM killer ended no one")
+    t.check(res.get("placed.timeout") is None, f"{q} is placed once there is room ({res.get('q.placed')!r})")
+    t.eq(res.get("q.alive"), "yes", f"{q} still runs")
+    t.eq(res.get("oom.end"), "0", "no OOM kill to the end")
+    t.eq(res.get("numaplaced.stop"), "exited", "the daemon stopped on SIGTERM")
+    errors = [line for line in res.all("numaplaced.log") if "[err" in line or "[crit" in line]
+    t.eq(errors, [], "no error-level log line")
+
+
 SCENARIOS = {
     "node-full": ("v1", NODE_FULL, check_node_full, 600),
     "node-full-v2": ("v2", NODE_FULL, check_node_full, 600),
     "oom": ("v1", OOM, check_oom, 600),
+    "queued-full": ("v1", QUEUED_FULL, check_queued_full, 600),
 }
 
 
@@ -235,7 +304,7 @@ def main(name):
         return t.finish()
     check(t, res)
     for line in res.all("numaplaced.log"):
-        if re.search(r"Placed |Placing |Not placing|Process [0-9]+ |OOM|killed", line):
+        if re.search(r"Placed |Placing |Not placing|Not moving|Process [0-9]+ |OOM|killed", line):
             print(f"  ..   {line}")
     return t.finish()
 
