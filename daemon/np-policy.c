@@ -37,6 +37,14 @@ static unsigned set_distance(const NpLedger *l, const NpMask *set) {
         return sum;
 }
 
+/* The distances from node id to each node of set, added up. */
+static unsigned distance_to(const NpLedger *l, const NpMask *set, unsigned id) {
+        unsigned sum = 0;
+        NP_MASK_FOREACH (y, set)
+                sum += np_ledger_distance(l, id, (unsigned) y);
+        return sum;
+}
+
 static int cmp_present(const NpPolicyProcess *p, uint64_t a, uint64_t b);
 
 /* Is a better than b? Both hold p at TargetUtilization (grow()), and a set
@@ -93,9 +101,7 @@ static bool grow(const NpLedger *l, NpMask *set, const NpPolicyProcess *p, doubl
                                 continue;
                         if (short_page && np_ledger_pool_free(s, short_page) <= 0)
                                 continue;
-                        unsigned d = 0;
-                        NP_MASK_FOREACH (y, set)
-                                d += np_ledger_distance(l, s->id, (unsigned) y);
+                        unsigned d = distance_to(l, set, s->id);
                         uint64_t present = np_ledger_bytes_on(p, s->id);
                         double r = s->cap_mem - s->used_mem;
                         int cp = best < 0 ? 1 : cmp_present(p, present, best_present);
@@ -470,9 +476,7 @@ static NpMask *memory_home(const NpLedger *l, const NpPolicyProcess *p) {
                         const NpLedgerSlot *s = &l->s[i];
                         if (!s->has_mem || np_mask_test(set, s->id))
                                 continue;
-                        unsigned d = 0;
-                        NP_MASK_FOREACH (y, set)
-                                d += np_ledger_distance(l, s->id, (unsigned) y);
+                        unsigned d = distance_to(l, set, s->id);
                         uint64_t present = np_ledger_bytes_on(p, s->id);
                         if (d < best_d || (d == best_d && present > best_present)) {
                                 best = (int) s->id;
@@ -800,9 +804,7 @@ static NpMask *closest(const NpLedger *l, const NpPolicyProcess *job) {
                         const NpLedgerSlot *s = &l->s[i];
                         if (!s->has_mem || np_mask_test(set, s->id))
                                 continue;
-                        unsigned d = 0;
-                        NP_MASK_FOREACH (y, set)
-                                d += np_ledger_distance(l, s->id, (unsigned) y);
+                        unsigned d = distance_to(l, set, s->id);
                         /* room now: memory, and CPUs as a share of the job's */
                         double r = (s->cap_mem - s->used_mem) / MAX((double) job->mem, 1.0) +
                                 (s->has_cpu ? (s->cap_cpu - s->used_cpu) / MAX(np_ledger_cpu_demand(job), 0.01) : 0.0);
