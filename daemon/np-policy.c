@@ -236,6 +236,16 @@ static bool needs_every_node(const NpLedger *l, const NpPolicyProcess *p) {
         return n > 1 && np_ledger_cpu_demand(p) > all - biggest;
 }
 
+/* Does p run on every node although one node holds its demand? Its threads
+ * are scattered by the scheduler, not spread by their own load: its memory
+ * is local nowhere, and the policy places it by its demand. */
+static bool scattered(const NpLedger *l, const NpPolicyProcess *p) {
+        if (!p->running || !covers_every_cpu_node(l, p->running))
+                return false;
+        g_autoptr(NpMask) ideal = choose(l, p, NULL, p->left, false);
+        return ideal && np_mask_weight(ideal) == 1;
+}
+
 uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves) {
         unsigned k = MIN(failed_moves, NP_POLICY_MAX_BACKOFF);
         return min_usec > UINT64_MAX >> k ? UINT64_MAX : min_usec << k;
@@ -520,7 +530,7 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                         continue;
                 double loc = locality(p);
                 if (loc * 100.0 < (double) params->memory_locality_target || !p->running ||
-                    !np_ledger_fits_process(&l, p->running, p, -NP_POLICY_HYSTERESIS))
+                    !np_ledger_fits_process(&l, p->running, p, -NP_POLICY_HYSTERESIS) || scattered(&l, p))
                         continue;
                 np_ledger_footprint(&l, p, +1);
                 NpReason r = { .code = NP_REASON_LOCAL, .on = np_mask_copy(p->running), .share = loc };
@@ -553,8 +563,12 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                 }
                 double loc = locality(p);
                 NpReason r = { .context = NP_CONTEXT_SHARE, .on = copy_mask(p->running), .share = loc };
-                kernel_context(&l, p, &r);
-                bool local = loc * 100.0 >= (double) params->memory_locality_target && p->running;
+                bool spread = scattered(&l, p);
+                if (spread)
+                        r.context = NP_CONTEXT_SCATTERED;
+                else
+                        kernel_context(&l, p, &r);
+                bool local = loc * 100.0 >= (double) params->memory_locality_target && p->running && !spread;
                 out[i] = place_or_nofit(&l, p, NULL, local ? p->running : NULL, &r);
         }
 

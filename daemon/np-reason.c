@@ -106,6 +106,10 @@ static void add_context(GString *o, const NpReason *r) {
                 add_shortage(o, &r->crowded);
                 g_string_append_c(o, ')');
                 break;
+        case NP_CONTEXT_SCATTERED:
+                g_string_append_printf(o, "it runs on every node (%s), but one holds its demand (%.2f CPUs)", on,
+                                       r->cpu);
+                break;
         case NP_CONTEXT_NONE:
                 break;
         }

@@ -47,6 +47,7 @@ typedef enum {
         NP_CONTEXT_NONE,
         NP_CONTEXT_SHARE, /* share of its memory on `on`, where it runs (kernel leads it) */
         NP_CONTEXT_CROWDED, /* placed on `on`, which is now crowded: `crowded` */
+        NP_CONTEXT_SCATTERED, /* it runs on every node (`on`), one holds its demand (`cpu`) */
 } NpReasonContext;
 
 typedef enum {

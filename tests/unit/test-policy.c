@@ -1459,6 +1459,29 @@ static void test_kernel_began_first_sight(void) {
         machine_clear(&m);
 }
 
+/* A process (or a unit's processes) whose light threads the scheduler
+ * scattered over every node, its memory on all of them: 100% of it is on
+ * the nodes it runs on, but it is local nowhere, and one node holds its
+ * demand: placed there, with the kernel's balancing on or off. */
+static void test_scattered(void) {
+        for (int balancing = 0; balancing <= 1; balancing++) {
+                Machine m;
+                machine_init(&m, 4, 2, 2 * GiB);
+                m.params.kernel_balancing = balancing;
+                NpPolicyProcess *a = process(&m, 100, 0.4, "0-3", (unsigned[]){ 60, 90, 80, 70 });
+                a->threads = 6;
+                a->balanced = balancing ? a->mem : 0;
+                a->locality_before = 1.0;
+                g_autoptr(GPtrArray) d = decide(&m);
+                assert_move(d, 0, "1");
+                g_assert_cmpint(why(d, 0)->context, ==, NP_CONTEXT_SCATTERED);
+                g_assert_cmpstr(why_of(dec(d, 0)), ==,
+                                "it runs on every node (0-3), but one holds its demand (0.40 CPUs): place on 1 "
+                                "(210 MiB to move)");
+                machine_clear(&m);
+        }
+}
+
 /* ---- hugetlb pages: the nodes' pools ---------------------------------------- */
 
 /* A process whose busy threads run on every node, its memory on all of
@@ -1667,6 +1690,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/kernel-balancing", test_kernel_balancing);
         g_test_add_func("/policy/kernel-began-first-sight", test_kernel_began_first_sight);
         g_test_add_func("/policy/kernel-every-node", test_kernel_every_node);
+        g_test_add_func("/policy/scattered", test_scattered);
         g_test_add_func("/policy/own-cpu-not-load", test_own_cpu_not_load);
         g_test_add_func("/policy/reserved-cpus-cpuless-nodes", test_reserved_cpus_and_cpuless_nodes);
         g_test_add_func("/policy/nothing-fits", test_nothing_fits);
