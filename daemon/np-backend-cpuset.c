@@ -12,7 +12,8 @@
  *
  * cgroup v1 (all through libcgroup): <cpuset mount>/numaplaced/ with cpus and
  * mems copied from the root (v1 needs them set before any child can be), one
- * child per node set, "numaplaced/nodes-3-4", with cpuset.cpus = the CPUs,
+ * child per node set, "numaplaced/nodes-3-4" ("numaplaced/mem-3-4" for
+ * processes whose memory only is held there), with cpuset.cpus = the CPUs,
  * cpuset.mems = the nodes and cpuset.memory_migrate=0, so attaching moves no
  * page and the daemon's migration plan does the moving. v1 cpusets are per
  * thread: every thread is written to "tasks" (cgroup_attach_task_pid on each
@@ -273,13 +274,14 @@ static int cs_detect(NpCpuset *cs, char **why) {
         return 0;
 }
 
-static char *cs_cgroup_for(const NpCpuset *cs, const NpMask *nodes) {
+static char *cs_cgroup_for(const NpCpuset *cs, const NpMask *nodes, bool memory_only) {
         g_autofree char *list = np_mask_format(nodes);
+        const char *kind = memory_only ? "mem" : "nodes";
 
         g_strdelimit(list, ",", '_');
         if (strlen(list) > 200)
-                return g_strdup_printf("/%s/nodes-h%08x", cs->cgroup_name, g_str_hash(list));
-        return g_strdup_printf("/%s/nodes-%s", cs->cgroup_name, list);
+                return g_strdup_printf("/%s/%s-h%08x", cs->cgroup_name, kind, g_str_hash(list));
+        return g_strdup_printf("/%s/%s-%s", cs->cgroup_name, kind, list);
 }
 
 static int cs_current(const NpCpuset *cs, pid_t tid, char **out) {
@@ -830,8 +832,8 @@ static const char *op_variant(const NpMechanism *m) {
         return !cs ? NULL : cs->mode == NP_CGROUP_V2 ? "v2" : "v1";
 }
 
-static char *op_container_for(const NpMechanism *m, const NpMask *nodes) {
-        return cs_cgroup_for(m->data, nodes);
+static char *op_container_for(const NpMechanism *m, const NpMask *nodes, bool memory_only) {
+        return cs_cgroup_for(m->data, nodes, memory_only);
 }
 
 static int op_record(NpBackend *b, NpMechanism *m, NpStateProcess *p) {
@@ -885,6 +887,7 @@ static int op_remove_all(NpBackend *b, NpMechanism *m) {
 const NpBackendOps np_backend_cpuset_ops = {
         .kind = NP_BACKEND_CPUSET,
         .name = "cpuset",
+        .holds_memory = true,
         .probe = op_probe,
         .free_data = cs_free,
         .root = op_root,

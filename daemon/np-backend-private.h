@@ -39,6 +39,7 @@ typedef struct NpMechanism NpMechanism;
 typedef struct {
         NpBackendKind kind;
         const char *name; /* "systemd", "cpuset", "affinity": the Backend= value */
+        bool holds_memory; /* it holds memory to nodes too (cpuset mems, AllowedMemoryNodes=) */
 
         /* Find out whether the mechanism can place processes here and set up
          * m->data. Called once for every mechanism when the backend is
@@ -67,8 +68,9 @@ typedef struct {
         NpUnitRole (*unit_role)(const NpMechanism *m, const char *unit, const char *self_unit);
 
         /* The daemon container for a node set (stored in p->cgroup), or NULL
-         * when the mechanism has none. Caller frees. */
-        char *(*container_for)(const NpMechanism *m, const NpMask *nodes);
+         * when the mechanism has none; memory_only: for processes whose
+         * memory only it holds there (their CPUs are others). Caller frees. */
+        char *(*container_for)(const NpMechanism *m, const NpMask *nodes, bool memory_only);
 
         /* Record the leader's original container in p (new record). 0,
          * -ESRCH when the process is gone, -EXDEV (after logging why) when

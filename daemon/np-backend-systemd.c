@@ -444,6 +444,7 @@ static int op_restore(NpBackend *b, NpMechanism *m, const NpStateProcess *p) {
 const NpBackendOps np_backend_systemd_ops = {
         .kind = NP_BACKEND_SYSTEMD,
         .name = "systemd",
+        .holds_memory = true,
         .probe = op_probe,
         .free_data = bus_free,
         .attach_event = op_attach_event,

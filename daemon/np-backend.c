@@ -345,8 +345,8 @@ static int undo(NpBackend *b, NpStateProcess *p, const char *old_container, int 
         return r;
 }
 
-int np_backend_confine(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *nodes, const NpMask *cpus,
-                       GError **error) {
+static int confine(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *nodes, const NpMask *cpus,
+                   bool memory_only, GError **error) {
         g_autofree char *nodes_s = NULL, *cpus_s = NULL, *comm = NULL;
         g_autoptr(GError) e = NULL;
         NpMechanism *m;
@@ -442,7 +442,7 @@ int np_backend_confine(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask
         np_mask_assign(p->nodes, nodes);
         np_mask_assign(p->cpus, cpus);
         g_free(p->cgroup);
-        p->cgroup = m->ops->container_for ? m->ops->container_for(m, nodes) : NULL;
+        p->cgroup = m->ops->container_for ? m->ops->container_for(m, nodes, memory_only) : NULL;
 
         /* Record before changing anything. */
         r = np_backend_save_state(b, &e);
@@ -460,6 +460,26 @@ int np_backend_confine(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask
                 return undo(b, p, old, r, e, error);
         }
         return 0;
+}
+
+int np_backend_confine(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *nodes, const NpMask *cpus,
+                       GError **error) {
+        return confine(b, pid, starttime, nodes, cpus, false, error);
+}
+
+int np_backend_confine_memory(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *nodes, const NpMask *cpus,
+                              GError **error) {
+        g_return_val_if_fail(b, -EINVAL);
+        if (!b->active->ops->holds_memory) {
+                g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOSYS,
+                            "The %s mechanism cannot hold a process's memory to nodes", b->active->ops->name);
+                return -EOPNOTSUPP;
+        }
+        return confine(b, pid, starttime, nodes, cpus, true, error);
+}
+
+bool np_backend_holds_memory(const NpBackend *b) {
+        return b && b->active && b->active->ops->holds_memory;
 }
 
 int np_backend_finish(NpBackend *b, pid_t pid, uint64_t starttime, GError **error) {

@@ -393,6 +393,8 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *
                         /* numa_stat says nothing of the pages before */
                         .locality_before = from_stat ? -1.0 : p->locality_prev,
                         .kernel_migrated = np_process_cpu_settled(p) ? 0 : p->kernel_migrated_bytes,
+                        .kernel_churn = np_process_kernel_churn(p, now, NP_POLICY_CHURN_WINDOW_USEC),
+                        .memory_only = hold == NP_HOLD_PLACED && !advised && p->memory_only,
                         .per_node = pages,
                         .huge_per_node = p->maps_error == 0 ? p->maps.huge_per_node : NULL,
                         .running = p->running_nodes,
@@ -425,6 +427,7 @@ static void params_of(NpManager *m, NpPolicyParams *out) {
                 .keep_interleaved = c->keep_interleaved,
                 .own_cpu = m->self_cpu,
                 .kernel_balancing = np_manager_kernel_balancing(m),
+                .confines_memory = np_backend_holds_memory(m->backend),
         };
 }
 
@@ -465,7 +468,10 @@ static void carry_out(NpManager *m, NpProcess *p, const NpDecision *d, const cha
                         g_autoptr(GError) e = NULL;
                         NpPlaceReason reason = p->state == NP_PROC_PLACED ? NP_PLACE_REBALANCE : NP_PLACE_POLICY;
                         log_decision(p, LOG_INFO, "Placing", why);
-                        if (np_placement_submit(m, p->pid, d->nodes, reason, placed_done, NULL, &e) < 0)
+                        int r = d->memory_only
+                                ? np_placement_submit_memory(m, p->pid, d->nodes, reason, placed_done, NULL, &e)
+                                : np_placement_submit(m, p->pid, d->nodes, reason, placed_done, NULL, &e);
+                        if (r < 0)
                                 log_warning("Cannot place %d (%s): %s", p->pid, p->comm, e->message);
                 }
                 break;
@@ -686,6 +692,12 @@ void np_decide_run(NpManager *m) {
                 note_pages_source(p, g && g_hash_table_contains(s.groups.stat_pages, g));
                 settle_state(m, p, hold, d, why);
                 carry_out(m, p, d, why);
+                /* left to the kernel's balancing on every node: how much of it
+                 * the kernel keeps moving is watched (kernel churn) */
+                p->kernel_watch = s.params.kernel_balancing && s.params.confines_memory && hold == NP_HOLD_NONE &&
+                        d->kind == NP_DECISION_KEEP &&
+                        (d->reason.kernel == NP_KERNEL_EVERY_NODE || d->reason.code == NP_REASON_CPU_EVERY_NODE ||
+                         d->reason.code == NP_REASON_EVERY_NODE);
         }
         record_groups(m, &s, decisions);
 }

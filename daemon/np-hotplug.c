@@ -56,7 +56,10 @@ static void confine_again(NpManager *m, NpProcess *p, const NpMask *held, const 
         g_autoptr(GError) e = NULL;
         g_autofree char *note = NULL;
 
-        int r = np_backend_place(m->backend, p->pid, p->starttime, p->target, cpus, NULL, NULL, &e);
+        int r = p->memory_only ? np_backend_confine_memory(m->backend, p->pid, p->starttime, p->target, cpus, &e)
+                               : np_backend_place(m->backend, p->pid, p->starttime, p->target, cpus, NULL, NULL, &e);
+        if (r == 0 && p->memory_only)
+                r = np_backend_finish(m->backend, p->pid, p->starttime, &e);
         if (r == -ESRCH) {
                 mark_released(m, p); /* gone: the next scan drops it */
                 return;
@@ -69,8 +72,9 @@ static void confine_again(NpManager *m, NpProcess *p, const NpMask *held, const 
                 log_event(p, LOG_WARNING, note);
                 return;
         }
-        note = note_of(np_mask_empty(node_cpus) ? NP_REASON_HOTPLUG_NO_CPU : NP_REASON_HOTPLUG_CONFINED, p, held, cpus,
-                       NULL);
+        note = note_of(!p->memory_only && np_mask_empty(node_cpus) ? NP_REASON_HOTPLUG_NO_CPU
+                                                                   : NP_REASON_HOTPLUG_CONFINED,
+                       p, held, cpus, NULL);
         np_process_set_note(p, note);
         log_event(p, LOG_NOTICE, note);
 }
@@ -122,12 +126,16 @@ unsigned np_hotplug_recheck(NpManager *m) {
                 g_autoptr(NpMask) node_cpus = np_topology_cpus_of(m->topology, p->target);
                 /* only when they lost them now: the policy may place a process
                  * that hardly uses a CPU on a memory-only node on purpose */
-                if (p->state == NP_PROC_PLACED && np_mask_empty(node_cpus) && affected) {
+                if (p->state == NP_PROC_PLACED && !p->memory_only && np_mask_empty(node_cpus) && affected) {
                         release(m, p, held_copy);
                         acted++;
                         continue;
                 }
-                g_autoptr(NpMask) cpus = np_placement_cpus_for(m, p->target);
+                /* its memory only held: it may run on every CPU online */
+                g_autoptr(NpMask) cpus =
+                        p->memory_only ? np_placement_memory_cpus(m) : np_placement_cpus_for(m, p->target);
+                if (p->memory_only)
+                        affected = !np_mask_equal(held_copy, cpus);
                 if (!affected && np_mask_equal(held_copy, cpus))
                         continue;
                 confine_again(m, p, held_copy, cpus);

@@ -161,8 +161,8 @@ static const NpMask *cpu_nodes(const NpPolicyProcess *p) {
         return p->current;
 }
 
-/* Add (sign +1) or remove (-1) the process's present footprint. */
-void np_ledger_footprint(NpLedger *l, const NpPolicyProcess *p, double sign) {
+/* Add (sign +1) or remove (-1) the process's CPU use where it runs now. */
+static void footprint_cpu(NpLedger *l, const NpPolicyProcess *p, double sign) {
         const NpMask *cn = p->cpu_per_node && p->cpu_per_node->len ? NULL : cpu_nodes(p);
         guint k = 0;
         for (guint i = 0; p->cpu_per_node && i < p->cpu_per_node->len; i++) {
@@ -180,6 +180,11 @@ void np_ledger_footprint(NpLedger *l, const NpPolicyProcess *p, double sign) {
                         if (s && s->has_cpu)
                                 s->used_cpu = MAX(0.0, s->used_cpu + sign * p->cpu / k);
                 }
+}
+
+/* Add (sign +1) or remove (-1) the process's present footprint. */
+void np_ledger_footprint(NpLedger *l, const NpPolicyProcess *p, double sign) {
+        footprint_cpu(l, p, sign);
         for (guint i = 0; p->per_node && i < p->per_node->len; i++) {
                 const NpNodeBytes *nb = &g_array_index(p->per_node, NpNodeBytes, i);
                 NpLedgerSlot *s = np_ledger_slot(l, nb->node);
@@ -325,7 +330,7 @@ void np_ledger_shortage_process(const NpLedger *l, const NpMask *set, const NpPo
 /* Commit p on set: its pages already there stay, the rest spread by
  * capacity (hugetlb pages in the pools of their size); its CPU spread over
  * the CPU nodes by capacity. */
-void np_ledger_commit(NpLedger *l, const NpPolicyProcess *p, const NpMask *set) {
+static void commit(NpLedger *l, const NpPolicyProcess *p, const NpMask *set, bool cpu) {
         double rm, rc, cm, cc;
         np_ledger_room(l, set, &rm, &rc, &cm, &cc);
         uint64_t present = reg_on_set(p, set), mem = np_ledger_regular_mem(p);
@@ -337,9 +342,19 @@ void np_ledger_commit(NpLedger *l, const NpPolicyProcess *p, const NpMask *set) 
                         continue;
                 if (s->has_mem && cm > 0)
                         s->used_mem += (double) reg_on(p, s->id) + rest * s->cap_mem / cm;
-                if (s->has_cpu && cc > 0)
+                if (cpu && s->has_cpu && cc > 0)
                         s->used_cpu += np_ledger_cpu_demand(p) * s->cap_cpu / cc;
         }
+        if (!cpu)
+                footprint_cpu(l, p, +1);
+}
+
+void np_ledger_commit(NpLedger *l, const NpPolicyProcess *p, const NpMask *set) {
+        commit(l, p, set, true);
+}
+
+void np_ledger_commit_memory(NpLedger *l, const NpPolicyProcess *p, const NpMask *set) {
+        commit(l, p, set, false);
 }
 
 void np_ledger_init(NpLedger *l, const NpPolicyNode *nodes, guint n_nodes, const NpPolicyParams *params) {

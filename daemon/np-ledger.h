@@ -91,6 +91,9 @@ void np_ledger_footprint(NpLedger *l, const NpPolicyProcess *p, double sign);
  * capacity (hugetlb pages over the pools of their size); its CPU over the
  * set's CPU nodes by capacity. */
 void np_ledger_commit(NpLedger *l, const NpPolicyProcess *p, const NpMask *set);
+/* Commit p's memory on set as np_ledger_commit() does, its CPU use where it
+ * runs now (a placement of its memory only). */
+void np_ledger_commit_memory(NpLedger *l, const NpPolicyProcess *p, const NpMask *set);
 /* Can p's pages that are not on set move there now, after the moves
  * decided before it (is that much memory free on its nodes)? */
 bool np_ledger_movable(const NpLedger *l, const NpPolicyProcess *p, const NpMask *set);

@@ -26,6 +26,7 @@ typedef struct {
         NpPlaceDoneFn done;
         void *userdata;
         bool early; /* confined when queued (np_placement_submit()); prepare confines again */
+        bool memory_only; /* its memory only (np_placement_submit_memory()) */
 } PlaceReq;
 
 static void req_free(PlaceReq *q) {
@@ -125,6 +126,29 @@ static int room_now(NpManager *m, const NpProcess *p, const NpMask *nodes, uint6
         return 0;
 }
 
+NpMask *np_placement_memory_cpus(NpManager *m) {
+        NpMask *cpus = np_mask_copy(m->topology->all_cpus);
+        if (m->config->reserved_cpus) {
+                g_autoptr(NpMask) c2 = np_mask_copy(cpus);
+                np_mask_andnot(c2, m->config->reserved_cpus);
+                if (!np_mask_empty(c2))
+                        np_mask_assign(cpus, c2);
+        }
+        return cpus;
+}
+
+/* The CPUs q's process is confined to: its nodes', or every one for a hold
+ * of its memory only. */
+static NpMask *req_cpus(NpManager *m, const PlaceReq *q) {
+        return q->memory_only ? np_placement_memory_cpus(m) : np_placement_cpus_for(m, q->nodes);
+}
+
+/* Confine q's process as q says (its memory only, or whole). */
+static int req_confine(NpManager *m, const PlaceReq *q, const NpMask *cpus, GError **error) {
+        return q->memory_only ? np_backend_confine_memory(m->backend, q->pid, q->starttime, q->nodes, cpus, error)
+                              : np_backend_confine(m->backend, q->pid, q->starttime, q->nodes, cpus, error);
+}
+
 /* ---- prepare: on the main loop, when the move reaches the worker -------- */
 
 static int prepare(NpMove *mv, void *userdata) {
@@ -187,8 +211,8 @@ static int prepare(NpMove *mv, void *userdata) {
         if (!mv->move_shared)
                 mv->shared = group_ranges(p);
 
-        g_autoptr(NpMask) cpus = np_placement_cpus_for(m, q->nodes);
-        int r = np_backend_confine(m->backend, q->pid, q->starttime, q->nodes, cpus, &e);
+        g_autoptr(NpMask) cpus = req_cpus(m, q);
+        int r = req_confine(m, q, cpus, &e);
         if (r < 0) {
                 g_autofree char *to_s = np_mask_format(q->nodes);
                 if (r == -ESRCH)
@@ -304,6 +328,7 @@ static void record_placed(NpManager *m, PlaceReq *q, uint64_t moved, uint64_t us
                 p->moved_usec = np_now_usec(CLOCK_MONOTONIC);
                 np_manager_set_state(m, p, q->reason == NP_PLACE_MANUAL ? NP_PROC_PINNED : NP_PROC_PLACED, q->nodes,
                                      np_now_usec(CLOCK_REALTIME));
+                p->memory_only = q->memory_only;
                 p->stuck_bytes = stuck;
                 p->failed_bytes = failed;
                 p->failed_full = full;
@@ -527,8 +552,8 @@ void np_placement_shutdown(NpManager *m) {
                 np_mover_stop(m->mover);
 }
 
-int np_placement_submit(NpManager *m, int pid, const NpMask *nodes, NpPlaceReason reason, NpPlaceDoneFn done_fn,
-                        void *userdata, GError **error) {
+static int submit(NpManager *m, int pid, const NpMask *nodes, bool memory_only, NpPlaceReason reason,
+                  NpPlaceDoneFn done_fn, void *userdata, GError **error) {
         int r = check_nodes(m, nodes, error);
         if (r < 0)
                 return r;
@@ -538,6 +563,11 @@ int np_placement_submit(NpManager *m, int pid, const NpMask *nodes, NpPlaceReaso
         if (!m->backend || !m->mover) {
                 g_set_error(error, NP_ERROR, NP_ERROR_NOT_SUPPORTED,
                             "No placement backend is available on this machine (see the daemon's log)");
+                return -EOPNOTSUPP;
+        }
+        if (memory_only && !np_backend_holds_memory(m->backend)) {
+                g_set_error(error, NP_ERROR, NP_ERROR_NOT_SUPPORTED,
+                            "The %s backend cannot hold a process's memory to nodes", np_backend_name(m->backend));
                 return -EOPNOTSUPP;
         }
         if (np_mover_find(m->mover, pid)) {
@@ -554,6 +584,7 @@ int np_placement_submit(NpManager *m, int pid, const NpMask *nodes, NpPlaceReaso
         g_strlcpy(q->comm, p->comm, sizeof q->comm);
         q->reason = reason;
         q->nodes = np_mask_copy(nodes);
+        q->memory_only = memory_only;
         q->done = done_fn;
         q->userdata = userdata;
         np_mask_free(p->moving_to);
@@ -568,9 +599,9 @@ int np_placement_submit(NpManager *m, int pid, const NpMask *nodes, NpPlaceReaso
                  * comes. Not when its nodes have the room for it only
                  * after the moves before it (its allocations there would
                  * find none). */
-                g_autoptr(NpMask) cpus = np_placement_cpus_for(m, nodes);
+                g_autoptr(NpMask) cpus = req_cpus(m, q);
                 g_autoptr(GError) ce = NULL;
-                if (np_backend_confine(m->backend, pid, p->starttime, nodes, cpus, &ce) == 0) {
+                if (req_confine(m, q, cpus, &ce) == 0) {
                         q->early = true;
                         log_debug("pid %d: confined while its move waits behind another", pid);
                 } else
@@ -581,4 +612,14 @@ int np_placement_submit(NpManager *m, int pid, const NpMask *nodes, NpPlaceReaso
         r = np_mover_submit(m->mover, mv);
         g_assert(r == 0); /* no move of pid was in flight: checked above */
         return 0;
+}
+
+int np_placement_submit(NpManager *m, int pid, const NpMask *nodes, NpPlaceReason reason, NpPlaceDoneFn done_fn,
+                        void *userdata, GError **error) {
+        return submit(m, pid, nodes, false, reason, done_fn, userdata, error);
+}
+
+int np_placement_submit_memory(NpManager *m, int pid, const NpMask *nodes, NpPlaceReason reason, NpPlaceDoneFn done_fn,
+                               void *userdata, GError **error) {
+        return submit(m, pid, nodes, true, reason, done_fn, userdata, error);
 }

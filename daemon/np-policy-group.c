@@ -132,6 +132,8 @@ void np_policy_groups_build(NpPolicyGroups *g, const NpPolicyProcess *procs, gui
                 u->interleaved += p->interleaved;
                 u->balanced += p->balanced;
                 u->kernel_migrated += p->kernel_migrated;
+                u->kernel_churn += p->kernel_churn;
+                u->memory_only = u->memory_only && p->memory_only;
                 u->stuck += p->stuck;
                 u->running = mask_union(g, u->running, p->running);
                 u->current = mask_union(g, u->current, p->current);

@@ -37,6 +37,14 @@ static unsigned set_distance(const NpLedger *l, const NpMask *set) {
         return sum;
 }
 
+/* The distances from node id to each node of set, added up. */
+static unsigned distance_to(const NpLedger *l, const NpMask *set, unsigned id) {
+        unsigned sum = 0;
+        NP_MASK_FOREACH (y, set)
+                sum += np_ledger_distance(l, id, (unsigned) y);
+        return sum;
+}
+
 static int cmp_present(const NpPolicyProcess *p, uint64_t a, uint64_t b);
 
 /* Is a better than b? Both hold p at TargetUtilization (grow()), and a set
@@ -93,9 +101,7 @@ static bool grow(const NpLedger *l, NpMask *set, const NpPolicyProcess *p, doubl
                                 continue;
                         if (short_page && np_ledger_pool_free(s, short_page) <= 0)
                                 continue;
-                        unsigned d = 0;
-                        NP_MASK_FOREACH (y, set)
-                                d += np_ledger_distance(l, s->id, (unsigned) y);
+                        unsigned d = distance_to(l, set, s->id);
                         uint64_t present = np_ledger_bytes_on(p, s->id);
                         double r = s->cap_mem - s->used_mem;
                         int cp = best < 0 ? 1 : cmp_present(p, present, best_present);
@@ -432,6 +438,120 @@ static bool kernel_moves(const NpLedger *l, const NpPolicyProcess *p) {
         return l->params->kernel_balancing && p->per_node && p->mem && p->balanced * 2 >= p->mem;
 }
 
+/* ---- the kernel moving pages back and forth -------------------------------- */
+
+/* Does the kernel's balancing move the pages of p, which runs on every
+ * node, back and forth (NP_POLICY_CHURN_SHARE), where the mechanism can hold
+ * its memory? */
+static bool kernel_churns(const NpLedger *l, const NpPolicyProcess *p) {
+        return l->params->confines_memory && kernel_moves(l, p) && p->running && covers_every_cpu_node(l, p->running) &&
+                (double) p->kernel_churn >= NP_POLICY_CHURN_SHARE * (double) p->mem;
+}
+
+/* The nodes to hold p's memory on (not in the ledger), its threads left
+ * where they run: the node with the most of its pages among those with
+ * room for all of it, else the fewest nodes grown from the one with the most
+ * of its pages by nearness; only nodes its pages can move to now. NULL when
+ * none. */
+static NpMask *memory_home(const NpLedger *l, const NpPolicyProcess *p) {
+        double mem = (double) np_ledger_regular_mem(p);
+        int one = -1, seed = -1;
+        uint64_t one_present = 0, seed_present = 0;
+        for (guint i = 0; i < l->n; i++) {
+                const NpLedgerSlot *s = &l->s[i];
+                if (!s->has_mem)
+                        continue;
+                uint64_t present = np_ledger_bytes_on(p, s->id);
+                if (seed < 0 || present > seed_present) {
+                        seed = (int) s->id;
+                        seed_present = present;
+                }
+                g_autoptr(NpMask) alone = np_mask_new();
+                np_mask_set(alone, s->id);
+                if (np_ledger_fits(l, alone, mem, 0.0, 0.0) && !np_ledger_pools_short(l, p, alone) &&
+                    (one < 0 || present > one_present)) {
+                        one = (int) s->id;
+                        one_present = present;
+                }
+        }
+        if (seed < 0)
+                return NULL;
+        NpMask *set = np_mask_new();
+        np_mask_set(set, (unsigned) (one >= 0 ? one : seed));
+        while (!np_ledger_fits(l, set, mem, 0.0, 0.0)) {
+                int best = -1;
+                unsigned best_d = UINT32_MAX;
+                uint64_t best_present = 0;
+                for (guint i = 0; i < l->n; i++) {
+                        const NpLedgerSlot *s = &l->s[i];
+                        if (!s->has_mem || np_mask_test(set, s->id))
+                                continue;
+                        unsigned d = distance_to(l, set, s->id);
+                        uint64_t present = np_ledger_bytes_on(p, s->id);
+                        if (d < best_d || (d == best_d && present > best_present)) {
+                                best = (int) s->id;
+                                best_d = d;
+                                best_present = present;
+                        }
+                }
+                if (best < 0) {
+                        np_mask_free(set);
+                        return NULL;
+                }
+                np_mask_set(set, (unsigned) best);
+        }
+        if (!np_ledger_movable(l, p, set)) {
+                np_mask_free(set);
+                return NULL;
+        }
+        return set;
+}
+
+/* p's memory (not in the ledger) goes to set, its threads stay where they
+ * run; r holds the context (its code and numbers are set by the caller). */
+static NpDecision *place_memory(NpLedger *l, const NpPolicyProcess *p, NpMask *set, NpReason *r) {
+        r->nodes = np_mask_copy(set);
+        r->bytes = p->mem - MIN(p->mem, np_ledger_bytes_on_set(p, set));
+        distances(l, set, &r->dist_lo, &r->dist_hi);
+        np_ledger_commit_memory(l, p, set);
+        np_ledger_move_pages(l, p, set);
+        NpDecision *d = decision(p->pid, NP_DECISION_MOVE, set, r);
+        d->order = l->moves;
+        d->memory_only = true;
+        return d;
+}
+
+/* A process whose memory the policy holds (memory_only): it stays while
+ * its nodes have room for its memory; else its memory goes where there is
+ * room. */
+static NpDecision *keep_memory(NpLedger *l, const NpPolicyProcess *p) {
+        double mem = (double) np_ledger_regular_mem(p);
+        if (np_ledger_fits(l, p->current, mem, 0.0, -NP_POLICY_HYSTERESIS)) {
+                NpReason r = { .code = NP_REASON_PLACED_MEMORY, .nodes = np_mask_copy(p->current) };
+                np_ledger_commit_memory(l, p, p->current);
+                return decision(p->pid, NP_DECISION_KEEP, NULL, &r);
+        }
+        double rm, rc, cm;
+        np_ledger_room(l, p->current, &rm, &rc, &cm, NULL);
+        NpReason r = { .context = NP_CONTEXT_CROWDED,
+                       .on = np_mask_copy(p->current),
+                       .code = NP_REASON_PLACE,
+                       .crowded = { .kind = NP_SHORT_MEMORY,
+                                    .others = cm - rm,
+                                    .its = mem,
+                                    .capacity = cm,
+                                    .target_utilization = l->params->target_utilization } };
+        NpMask *set = memory_home(l, p);
+        if (!set || np_mask_equal(set, p->current)) {
+                np_mask_free(set);
+                np_reason_clear(&r);
+                r = (NpReason){ .code = NP_REASON_PLACED_MEMORY, .nodes = np_mask_copy(p->current) };
+                np_ledger_commit_memory(l, p, p->current);
+                return decision(p->pid, NP_DECISION_KEEP, NULL, &r);
+        }
+        return place_memory(l, p, set, &r);
+}
+
 /* What the kernel's balancing does about p, which the policy is about to
  * place (the start of its Decision), into r. */
 static void kernel_context(const NpLedger *l, const NpPolicyProcess *p, NpReason *r) {
@@ -491,6 +611,10 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                 const NpPolicyProcess *p = &procs[i];
                 if (out[i] || p->hold != NP_HOLD_PLACED || !p->current)
                         continue;
+                if (p->memory_only) {
+                        out[i] = keep_memory(&l, p);
+                        continue;
+                }
                 if (np_ledger_fits_process(&l, p->current, p, -NP_POLICY_HYSTERESIS)) {
                         NpReason r = { .nodes = np_mask_copy(p->current), .share = locality_placed(p) };
                         bool rest = rest_wanted(&l, p) && np_ledger_movable(&l, p, p->current);
@@ -519,6 +643,23 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                 NpReason r = { .context = NP_CONTEXT_CROWDED, .on = np_mask_copy(p->current) };
                 np_ledger_shortage_process(&l, p->current, p, -NP_POLICY_HYSTERESIS, &r.crowded);
                 out[i] = place_or_nofit(&l, p, p->current, NULL, &r);
+        }
+
+        /* 3: the candidates that run on every node whose pages the kernel
+         * moves back and forth: their memory is held where it fits */
+        for (guint i = 0; i < n_procs; i++) {
+                const NpPolicyProcess *p = &procs[i];
+                if (out[i] || !kernel_churns(&l, p))
+                        continue;
+                NpMask *set = memory_home(&l, p);
+                if (!set)
+                        continue;
+                NpReason r = { .code = NP_REASON_KERNEL_CHURN,
+                               .kernel_moved = p->kernel_churn,
+                               .mem = p->mem,
+                               .window_usec = NP_POLICY_CHURN_WINDOW_USEC,
+                               .cpu = p->cpu };
+                out[i] = place_memory(&l, p, set, &r);
         }
 
         /* 3a: the candidates already local, on nodes that hold them: they
@@ -630,6 +771,7 @@ GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPo
                         c->pid = procs[i].pid;
                         c->kind = d->kind;
                         c->order = d->order;
+                        c->memory_only = d->memory_only;
                         c->nodes = copy_mask(d->nodes);
                         np_reason_copy(&c->reason, &d->reason);
                 }
@@ -676,9 +818,7 @@ static NpMask *closest(const NpLedger *l, const NpPolicyProcess *job) {
                         const NpLedgerSlot *s = &l->s[i];
                         if (!s->has_mem || np_mask_test(set, s->id))
                                 continue;
-                        unsigned d = 0;
-                        NP_MASK_FOREACH (y, set)
-                                d += np_ledger_distance(l, s->id, (unsigned) y);
+                        unsigned d = distance_to(l, set, s->id);
                         /* room now: memory, and CPUs as a share of the job's */
                         double r = (s->cap_mem - s->used_mem) / MAX((double) job->mem, 1.0) +
                                 (s->has_cpu ? (s->cap_cpu - s->used_cpu) / MAX(np_ledger_cpu_demand(job), 0.01) : 0.0);

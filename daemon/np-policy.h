@@ -96,6 +96,10 @@ typedef struct {
         double locality_before; /* its locality at the numa_maps read before the last, < 0 = none */
         uint64_t kernel_migrated; /* bytes of it the kernel's NUMA balancing moved so far (known
                                    * while cpu_estimated, else 0) */
+        uint64_t kernel_churn; /* bytes of it the kernel's NUMA balancing moved over the last
+                                * NP_POLICY_CHURN_WINDOW_USEC; 0 = not watched that long */
+        bool memory_only; /* PLACED: only its memory is held on current, its threads run
+                           * where they may (NP_REASON_KERNEL_CHURN) */
         const GArray *per_node; /* NpNodeBytes where its pages are; NULL = unknown */
         const GArray *huge_per_node; /* NpHugeBytes: the part of per_node in hugetlb pages, by
                                       * page size; NULL = none */
@@ -129,6 +133,7 @@ typedef struct {
         double own_cpu; /* CPUs the daemon itself used over the last interval (its moves run
                          * migrate_pages(2) on its worker thread): not load to place around */
         bool kernel_balancing; /* the kernel's automatic NUMA balancing is on */
+        bool confines_memory; /* the placement mechanism holds memory to nodes (not affinity) */
 } NpPolicyParams;
 
 typedef enum {
@@ -146,6 +151,7 @@ typedef struct {
          * they must be carried out in this order; a member joining its
          * group's nodes comes after all of them. 0 for KEEP and NOFIT. */
         unsigned order;
+        bool memory_only; /* MOVE: its memory only; its threads keep the CPUs they may use */
         NpReason reason; /* why: np_reason_render() words it for the log and the Decision property */
 } NpDecision;
 
@@ -169,6 +175,16 @@ uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves);
  * waiting lets the scheduler take its threads (and the pages following
  * them) to nodes the policy will not keep. */
 #define NP_POLICY_KERNEL_BEGAN 0.01
+
+/* A process that runs on every node and whose pages the kernel's NUMA
+ * balancing moved, over the last NP_POLICY_CHURN_WINDOW_USEC, more than
+ * NP_POLICY_CHURN_SHARE times its memory is moved back and forth after
+ * threads the scheduler keeps moving, not made local: the policy holds its
+ * memory on the nodes that fit it (the kernel then moves none of it) and
+ * leaves its threads where they run. A process the kernel makes local moves
+ * each page once, at most its memory. */
+#define NP_POLICY_CHURN_WINDOW_USEC (60 * G_USEC_PER_SEC)
+#define NP_POLICY_CHURN_SHARE 1.5
 
 /* The margin of the ledger's hysteresis, as a share of a node's capacity. */
 #define NP_POLICY_HYSTERESIS 0.10

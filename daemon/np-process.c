@@ -70,6 +70,8 @@ void np_process_free(NpProcess *p) {
         np_mask_free(p->target);
         np_mask_free(p->left);
         np_mask_free(p->moving_to);
+        if (p->kernel_seen)
+                g_array_unref(p->kernel_seen);
         g_free(p->decision);
         g_free(p->note);
         np_numa_maps_clear(&p->maps);
@@ -146,6 +148,8 @@ void np_process_set_state(NpProcess *p, NpProcState state, const NpMask *target,
                 np_details_age_invalidate(&p->details_age);
         if (p->state != state)
                 mark(p, NP_PROCESS_STATE);
+        if (state != NP_PROC_PLACED)
+                p->memory_only = false;
         p->state = state;
         if (!masks_equal(p->target, target)) {
                 mark(p, NP_PROCESS_TARGET_NODES);
@@ -493,6 +497,31 @@ void np_process_read_kernel_migrated(NpProcess *p) {
         uint64_t sum = 0;
         each_task_file(p, "sched", add_task_migrated, &sum);
         p->kernel_migrated_bytes = sum * (uint64_t) sysconf(_SC_PAGESIZE);
+}
+
+void np_process_note_kernel_migrated(NpProcess *p, uint64_t now_usec, uint64_t window_usec) {
+        np_process_read_kernel_migrated(p);
+        if (!p->kernel_seen)
+                p->kernel_seen = g_array_new(FALSE, FALSE, sizeof(NpKernelSeen));
+        NpKernelSeen k = { now_usec, p->kernel_migrated_bytes };
+        g_array_append_val(p->kernel_seen, k);
+        /* drop the readings older than the newest one at least window_usec old */
+        guint keep = 0;
+        for (guint i = 0; i < p->kernel_seen->len; i++)
+                if (g_array_index(p->kernel_seen, NpKernelSeen, i).usec + window_usec <= now_usec)
+                        keep = i;
+        if (keep)
+                g_array_remove_range(p->kernel_seen, 0, keep);
+}
+
+uint64_t np_process_kernel_churn(const NpProcess *p, uint64_t now_usec, uint64_t window_usec) {
+        if (!p->kernel_seen || p->kernel_seen->len < 2)
+                return 0;
+        const NpKernelSeen *first = &g_array_index(p->kernel_seen, NpKernelSeen, 0);
+        const NpKernelSeen *last = &g_array_index(p->kernel_seen, NpKernelSeen, p->kernel_seen->len - 1);
+        if (first->usec + window_usec > now_usec)
+                return 0;
+        return last->bytes > first->bytes ? last->bytes - first->bytes : 0;
 }
 
 int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsigned maps_max_scans) {

@@ -139,6 +139,11 @@ typedef struct {
         bool failed_full; /* ... because its target was full (ENOMEM), not busy pages */
         unsigned failed_moves; /* its last moves in a row that failed on pages (the policy's back-off) */
         NpMask *moving_to; /* a move of it is queued or running to these nodes */
+        bool memory_only; /* placed: only its memory is held on target, its threads run where
+                           * they may (NP_REASON_KERNEL_CHURN) */
+        bool kernel_watch; /* the policy left it to the kernel's NUMA balancing on every node:
+                            * kernel_seen is kept each scan */
+        GArray *kernel_seen; /* NpKernelSeen while kernel_watch, oldest first; NULL = none */
         bool finish_deferred; /* placed, but its confinement is completed after the moves of the
                                * other members of its group (np-placement.c) */
         char *group; /* the placement group the policy last decided it in (np_group_key_name()),
@@ -209,6 +214,21 @@ void np_process_read_cgroup(NpProcess *p, NpProcTable *tab);
 /* Reads kernel_migrated_bytes from its threads' sched files (one read per
  * thread; 0 when the kernel does not show it). */
 void np_process_read_kernel_migrated(NpProcess *p);
+
+/* kernel_migrated_bytes as read at a time (CLOCK_MONOTONIC). */
+typedef struct {
+        uint64_t usec;
+        uint64_t bytes;
+} NpKernelSeen;
+
+/* Read kernel_migrated_bytes now and add it to kernel_seen, which keeps
+ * what is younger than window_usec and the newest reading before that. */
+void np_process_note_kernel_migrated(NpProcess *p, uint64_t now_usec, uint64_t window_usec);
+/* What the kernel's balancing moved of it over the last window_usec (or a
+ * little more: since the newest reading at least that old), from
+ * kernel_seen; 0 while it was not watched that long. A thread that exited
+ * takes its count with it: never below 0. */
+uint64_t np_process_kernel_churn(const NpProcess *p, uint64_t now_usec, uint64_t window_usec);
 
 /* Significant (published and sampled in detail) or not; raises the owner's
  * record when it changes (the set of published processes changes). */

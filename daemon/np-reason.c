@@ -252,6 +252,20 @@ char *np_reason_render(const NpReason *r) {
                 g_string_append_printf(o, "placed on %s, but only %.0f%% of its memory is there: moving the rest",
                                        nodes, r->share * 100.0);
                 break;
+        case NP_REASON_PLACED_MEMORY:
+                g_string_append_printf(o,
+                                       "its memory is held on %s, which has room, its threads run where they may "
+                                       "(the kernel's NUMA balancing moved its pages back and forth)",
+                                       nodes);
+                break;
+        case NP_REASON_KERNEL_CHURN:
+                g_string_append_printf(o,
+                                       "the kernel's NUMA balancing moved %.0f MiB of its %.0f MiB in the last %.0f s "
+                                       "without settling: its memory goes to %s (%.0f MiB to move), its threads run "
+                                       "where they may",
+                                       (double) r->kernel_moved / MIB, (double) r->mem / MIB,
+                                       (double) r->window_usec / 1e6, nodes, mib);
+                break;
         case NP_REASON_LOCAL:
                 add_share(o, r);
                 add_kernel(o, r);

@@ -72,6 +72,7 @@ typedef enum {
         NP_REASON_PLACED_STUCK, /* which has room; its last move left `bytes` elsewhere */
         NP_REASON_PLACED_FAILED, /* its last move could not move `bytes` (full) */
         NP_REASON_PLACED_REST, /* only `share` there: moving the rest (MOVE) */
+        NP_REASON_PLACED_MEMORY, /* its memory held on `nodes`, its threads anywhere (KEEP) */
         /* already local: `share` on `on`, where it runs; kernel ends it */
         NP_REASON_LOCAL,
         /* placement outcomes, after a context */
@@ -82,6 +83,9 @@ typedef enum {
         NP_REASON_EVERY_NODE, /* cpu and bytes need every node: left spread (KEEP) */
         NP_REASON_STILL_BEST, /* its nodes `nodes` are still the best (KEEP) */
         NP_REASON_PLACE, /* place on `nodes`: dist_lo, dist_hi, bytes to move; alone_node, alone (MOVE) */
+        /* the kernel moved kernel_moved bytes of its `mem` in the last window_usec: its
+         * memory goes to `nodes` (bytes to move), its threads stay where they may run (MOVE) */
+        NP_REASON_KERNEL_CHURN,
         /* its group's other processes are placed on (or moving to) `nodes`:
          * it joins them there, bytes to move (MOVE) */
         NP_REASON_JOIN_GROUP,
@@ -107,7 +111,10 @@ typedef struct {
         NpMask *on; /* LOCAL, SHARE: where it runs; CROWDED: where it is placed (owned) */
         double share; /* LOCAL, SHARE: its memory on `on`; PLACED_REST: on `nodes` (0..1) */
         double kernel_before; /* KERNEL_MOVING: that share at the numa_maps read before */
-        uint64_t kernel_moved; /* KERNEL_BEGAN: bytes of it the kernel moved so far */
+        uint64_t kernel_moved; /* KERNEL_BEGAN: bytes of it the kernel moved so far; KERNEL_CHURN:
+                                * in the last window_usec */
+        uint64_t mem; /* KERNEL_CHURN: its memory */
+        uint64_t window_usec; /* KERNEL_CHURN */
         NpShortage crowded; /* CROWDED: what `on` lacks */
         double cpu; /* CPUs it uses */
         uint64_t bytes; /* see the codes */

@@ -416,6 +416,52 @@ static void test_cpuset_release_all(Fixture *f, gconstpointer data) {
         g_assert_false(g_file_test(np_backend_state_file(b), G_FILE_TEST_EXISTS));
 }
 
+/* A hold of a process's memory only lives in its own child, "mem-0" with
+ * every CPU, beside "nodes-0" with node 0's: neither changes the other's
+ * CPUs; both are put back. The affinity mechanism cannot hold memory. */
+static void test_cpuset_memory_only(Fixture *f, gconstpointer data) {
+        g_autoptr(NpBackend) b = cpuset_backend_or_skip(f);
+        g_autoptr(GError) e = NULL;
+
+        if (!b)
+                return;
+        if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+                g_test_skip("needs two CPUs");
+                return;
+        }
+        g_assert_true(np_backend_holds_memory(b));
+        pid_t p1 = spawn_helper(), p2 = spawn_helper();
+        g_autoptr(GHashTable) orig1 = snapshot(p1, true), orig2 = snapshot(p2, true);
+        g_autoptr(NpMask) nodes = mask("0"), cpus = mask("0"), all = mask("0-1");
+        g_assert_cmpint(np_backend_place(b, p1, starttime_of(p1), nodes, cpus, NULL, NULL, &e), ==, 0);
+        g_assert_no_error(e);
+        g_assert_cmpint(np_backend_confine_memory(b, p2, starttime_of(p2), nodes, all, &e), ==, 0);
+        g_assert_cmpint(np_backend_finish(b, p2, starttime_of(p2), &e), ==, 0);
+        g_assert_no_error(e);
+        g_autofree char *cg1 = cpuset_of(p1, p1), *cg2 = cpuset_of(p2, p2);
+        g_autofree char *want1 = g_strdup_printf("/%s/nodes-0", cg_name),
+                        *want2 = g_strdup_printf("/%s/mem-0", cg_name);
+        g_assert_cmpstr(cg1, ==, want1);
+        g_assert_cmpstr(cg2, ==, want2);
+        g_autofree char *allowed1 = status_field(p1, p1, "Cpus_allowed_list"),
+                        *allowed2 = status_field(p2, p2, "Cpus_allowed_list");
+        g_autofree char *mems2 = status_field(p2, p2, "Mems_allowed_list");
+        g_assert_cmpstr(allowed1, ==, "0");
+        g_assert_cmpstr(allowed2, ==, "0-1");
+        g_assert_cmpstr(mems2, ==, "0");
+        g_assert_cmpint(np_backend_release_all(b), ==, 0);
+        g_autoptr(GHashTable) after1 = snapshot(p1, true), after2 = snapshot(p2, true);
+        assert_snapshot_equal(orig1, after1);
+        assert_snapshot_equal(orig2, after2);
+
+        g_autoptr(NpBackend) a = np_backend_new_full(NP_BACKEND_AFFINITY, f->runtime_dir, cg_name, &e);
+        g_assert_no_error(e);
+        g_assert_false(np_backend_holds_memory(a));
+        g_assert_cmpint(np_backend_confine_memory(a, p2, starttime_of(p2), nodes, all, &e), ==, -EOPNOTSUPP);
+        g_assert_nonnull(e);
+        g_assert_false(np_backend_holds(a, p2));
+}
+
 static void test_cpuset_crash_recovery(Fixture *f, gconstpointer data) {
         g_autoptr(NpBackend) b = cpuset_backend_or_skip(f);
         g_autoptr(NpBackend) b2 = NULL;
@@ -981,6 +1027,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/backend/proc-exiting", test_proc_exiting);
         ADD("/backend/cpuset/place-release", test_cpuset_place_release);
         ADD("/backend/cpuset/release-all", test_cpuset_release_all);
+        ADD("/backend/cpuset/memory-only", test_cpuset_memory_only);
         ADD("/backend/cpuset/crash-recovery", test_cpuset_crash_recovery);
         ADD("/backend/cpuset/stray-task", test_cpuset_stray_task);
         ADD("/backend/cpuset/thread-churn", test_cpuset_thread_churn);

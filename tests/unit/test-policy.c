@@ -1515,6 +1515,110 @@ static void test_kernel_every_node(void) {
         machine_clear(&m);
 }
 
+/* numa02's shape: four busy threads on four one-CPU nodes, 320 MiB whose
+ * pages the kernel's balancing keeps moving after them (kernel_churn bytes
+ * over the last window). */
+static NpPolicyProcess *numa02(Machine *m, uint64_t churn) {
+        machine_init(m, 4, 1, 1 * GiB);
+        m->params.kernel_balancing = true;
+        m->params.confines_memory = true;
+        NpPolicyProcess *p = process(m, 100, 3.2, "0-3", (unsigned[]){ 110, 60, 70, 80 });
+        p->threads = 5;
+        p->balanced = p->mem;
+        p->locality_before = 1.0;
+        p->kernel_churn = churn;
+        return p;
+}
+
+/* A process that runs on every node and whose pages the kernel moved more
+ * than 1.5 times over in the last minute: its memory is held on the node
+ * with the most of it, its threads stay where they run; at 1.25 times, or
+ * where the mechanism cannot hold memory, or with the balancing off, or
+ * for a process on fewer nodes, it is left as before. */
+static void test_kernel_churn(void) {
+        Machine m;
+        numa02(&m, 1 * GiB);
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_move(d, 0, "0");
+        g_assert_true(dec(d, 0)->memory_only);
+        g_assert_cmpuint(dec(d, 0)->order, ==, 1);
+        g_assert_cmpint(why(d, 0)->code, ==, NP_REASON_KERNEL_CHURN);
+        assert_mib(why(d, 0)->bytes, 210);
+        g_assert_cmpstr(why_of(dec(d, 0)), ==,
+                        "the kernel's NUMA balancing moved 1024 MiB of its 320 MiB in the last 60 s without "
+                        "settling: its memory goes to 0 (210 MiB to move), its threads run where they may");
+        machine_clear(&m);
+
+        numa02(&m, 400 * MiB);
+        g_autoptr(GPtrArray) e = decide(&m);
+        g_assert_cmpint(dec(e, 0)->kind, ==, NP_DECISION_KEEP);
+        g_assert_false(dec(e, 0)->memory_only);
+        machine_clear(&m);
+
+        numa02(&m, 1 * GiB);
+        m.params.confines_memory = false; /* affinity */
+        g_autoptr(GPtrArray) f = decide(&m);
+        g_assert_cmpint(dec(f, 0)->kind, ==, NP_DECISION_KEEP);
+        machine_clear(&m);
+
+        numa02(&m, 1 * GiB);
+        m.params.kernel_balancing = false;
+        g_autoptr(GPtrArray) g = decide(&m);
+        g_assert_cmpint(dec(g, 0)->kind, ==, NP_DECISION_KEEP);
+        machine_clear(&m);
+
+        /* on two nodes: the policy places it whole, as without churn */
+        machine_init(&m, 4, 2, 1 * GiB);
+        m.params.kernel_balancing = true;
+        m.params.confines_memory = true;
+        NpPolicyProcess *p = process(&m, 100, 1.6, "2-3", (unsigned[]){ 110, 60, 70, 80 });
+        p->balanced = p->mem;
+        p->kernel_churn = 1 * GiB;
+        g_autoptr(GPtrArray) h = decide(&m);
+        g_assert_false(dec(h, 0)->memory_only);
+        g_assert_cmpint(why(h, 0)->code, !=, NP_REASON_KERNEL_CHURN);
+        machine_clear(&m);
+
+        /* the node with the most of its pages is full: the next most */
+        numa02(&m, 1 * GiB);
+        m.nodes[0].mem_free -= 700 * MiB;
+        g_autoptr(GPtrArray) k = decide(&m);
+        assert_move(k, 0, "3");
+        g_assert_true(dec(k, 0)->memory_only);
+        machine_clear(&m);
+}
+
+/* Its memory held (memory_only, placed): it stays while its node has room
+ * for its memory, whatever its threads' CPU use there; crowded, its memory
+ * goes where there is room, still without its threads. */
+static void test_kernel_churn_held(void) {
+        Machine m;
+        NpPolicyProcess *p = numa02(&m, 0);
+        p->per_node = m.per_node[0];
+        g_array_set_size(m.per_node[0], 0);
+        g_array_append_val(m.per_node[0], ((NpNodeBytes){ 0, 320 * MiB }));
+        for (guint n = 1; n < 4; n++)
+                m.nodes[n].mem_free += (n == 1 ? 60 : n == 2 ? 70 : 80) * MiB;
+        m.nodes[0].mem_free -= 210 * MiB;
+        p->hold = NP_HOLD_PLACED;
+        p->memory_only = true;
+        p->current = mask(&m, "0");
+        p->since_move_usec = 100 * G_USEC_PER_SEC;
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_keep(d, 0, NP_REASON_PLACED_MEMORY);
+        g_assert_cmpstr(why_of(dec(d, 0)), ==,
+                        "its memory is held on 0, which has room, its threads run where they may (the kernel's "
+                        "NUMA balancing moved its pages back and forth)");
+
+        /* node 0 fills up (others take 700 MiB there) */
+        m.nodes[0].mem_free -= 700 * MiB;
+        g_autoptr(GPtrArray) e = decide(&m);
+        g_assert_cmpint(dec(e, 0)->kind, ==, NP_DECISION_MOVE);
+        g_assert_true(dec(e, 0)->memory_only);
+        g_assert_false(np_mask_test(dec(e, 0)->nodes, 0));
+        machine_clear(&m);
+}
+
 #define HUGE_2M (2 * MiB)
 
 /* Node n gets a pool of `total` 2 MiB pages, `free` of them free (the
@@ -1691,6 +1795,8 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/kernel-began-first-sight", test_kernel_began_first_sight);
         g_test_add_func("/policy/kernel-every-node", test_kernel_every_node);
         g_test_add_func("/policy/scattered", test_scattered);
+        g_test_add_func("/policy/kernel-churn", test_kernel_churn);
+        g_test_add_func("/policy/kernel-churn-held", test_kernel_churn_held);
         g_test_add_func("/policy/own-cpu-not-load", test_own_cpu_not_load);
         g_test_add_func("/policy/reserved-cpus-cpuless-nodes", test_reserved_cpus_and_cpuless_nodes);
         g_test_add_func("/policy/nothing-fits", test_nothing_fits);

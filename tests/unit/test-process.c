@@ -339,6 +339,42 @@ static void test_kernel_migrated(void) {
         g_assert_cmpint(system(rm), ==, 0);
 }
 
+/* What the kernel moved of a process over the last window: nothing until
+ * it was watched that long, then the growth of its threads' sum since the
+ * newest reading at least a window old; a thread that exits takes its
+ * count along, which never makes it negative. */
+static void test_kernel_churn(void) {
+        g_autofree char *root = g_dir_make_tmp("np-sched-XXXXXX", NULL);
+        g_assert_nonnull(root);
+        g_autofree char *dir = g_build_filename(root, "proc", "777", "task", "777", NULL);
+        g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
+        g_autofree char *f = g_build_filename(dir, "sched", NULL);
+        np_sysroot_set(root);
+        g_autoptr(NpProcess) p = np_process_new(777, 1);
+        const uint64_t s = G_USEC_PER_SEC, w = 60 * s, page = (uint64_t) sysconf(_SC_PAGESIZE);
+        static const struct {
+                uint64_t at_s, pages, churn_pages;
+        } steps[] = {
+                { 100, 1000, 0 }, /* first sight */
+                { 130, 50000, 0 }, /* not watched a window yet */
+                { 161, 90000, 89000 }, /* since 100 */
+                { 175, 95000, 94000 }, /* 100 is still the newest reading at least 60 s old */
+                { 200, 99000, 49000 }, /* since 130 */
+                { 260, 500, 0 }, /* threads exited: below the reading at 200 */
+        };
+        for (guint i = 0; i < G_N_ELEMENTS(steps); i++) {
+                g_autofree char *text =
+                        g_strdup_printf("numa_pages_migrated : %" G_GUINT64_FORMAT "\n", steps[i].pages);
+                g_assert_true(g_file_set_contents(f, text, -1, NULL));
+                np_process_note_kernel_migrated(p, steps[i].at_s * s, w);
+                g_assert_cmpuint(np_process_kernel_churn(p, steps[i].at_s * s, w), ==, steps[i].churn_pages * page);
+        }
+        g_assert_cmpuint(p->kernel_seen->len, <=, 3);
+        np_sysroot_set(NULL);
+        g_autofree char *rm = g_strdup_printf("rm -rf '%s'", root);
+        g_assert_cmpint(system(rm), ==, 0);
+}
+
 int main(int argc, char **argv) {
         if (argc == 3 && strcmp(argv[1], "--spin") == 0)
                 return spin_main((unsigned) atoi(argv[2]), false);
@@ -354,5 +390,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/process/threads/one-after-two", test_thread_ended);
         g_test_add_func("/process/threads/confined-to-one-node", test_confined);
         g_test_add_func("/process/kernel-migrated", test_kernel_migrated);
+        g_test_add_func("/process/kernel-churn", test_kernel_churn);
         return g_test_run();
 }

@@ -33,6 +33,14 @@ node, cgroup v1), at default settings unless a scenario says otherwise.
   interleave-nb  interleave with the balancing on: the daemon places both
               at its follow-up scan (the kernel does not move interleaved
               memory), pages moved at most 1.05 times the minimum
+  numa02-nb   autonuma-benchmark's numa02 shape with the balancing on: one
+              process, four busy threads on their own slices of 320 MB
+              first touched on node 0; the kernel moves its pages after
+              threads the scheduler keeps moving. The daemon holds its
+              memory on one node (cpuset mem-N: Mems_allowed that node,
+              every CPU allowed), >= 95% of its pages there, the Decision
+              says what the kernel moved; a minute steady: at most 1% of
+              its memory moved (the kernel's counters printed)
   late        one busy process started once the machine was quiet long
               enough for the scan interval to stretch to MaxScanIntervalSec:
               a peek between the stretched scans sees its memory and brings
@@ -487,6 +495,68 @@ def check_interleave_nb(t, res):
     check_nb(t, res, "interleave-nb", "numaplaced")
     for i, (st, nodes) in enumerate(final_states(res)):
         t.eq((st, len(nodes)), ("placed", 1), f"interleave-nb: {'ab'[i]} placed by the daemon on one node")
+
+
+# numa02's shape (autonuma-benchmark): one process, four busy threads each on
+# its own slice of 320 MB first touched on node 0. On four one-CPU nodes the
+# scheduler keeps moving the threads and the kernel's balancing their pages
+# after them (about 1.1 GB a minute here, tests/bench/README.md): the daemon
+# holds its memory on one node and leaves its threads on every CPU.
+NUMA02_SCRIPT = r"""
+np_result nb $(cat /proc/sys/kernel/numa_balancing)
+slow_logged() { logged "$@" && return 0; sleep 0.9; return 1; }
+t0=$(now)
+a=$(np_start_workload /tmp/a --mb 320 --threads 4 --bind 0 --reset-policy --no-thp --sweep --duty 60 --no-pin) || exit 1
+np_result pid.a $a
+np_wait_for 300 slow_logged "Placing $a " 1 || { np_result placing.timeout 1; exit 0; }
+np_result placing.after $(awk -v a="$(now)" -v b="$t0" 'BEGIN { print a - b }')
+np_result placing.pgmigrate $(( $(np_vmstat pgmigrate_success) - m0 ))
+np_wait_for 120 slow_logged "Placed $a " 1 || np_result placed.timeout 1
+np_result placed.after $(awk -v a="$(now)" -v b="$t0" 'BEGIN { print a - b }')
+g0=$(np_vmstat pgmigrate_success)
+u0=$(np_vmstat numa_pte_updates)
+f0=$(np_vmstat numa_hint_faults)
+sleep @STEADY@
+np_result steady.pgmigrate $(( $(np_vmstat pgmigrate_success) - g0 ))
+np_result steady.pte $(( $(np_vmstat numa_pte_updates) - u0 ))
+np_result steady.hint $(( $(np_vmstat numa_hint_faults) - f0 ))
+np_result a.cpus $(awk '/^Cpus_allowed_list/ { print $2 }' /proc/$a/status)
+np_result a.mems $(awk '/^Mems_allowed_list/ { print $2 }' /proc/$a/status)
+np_result a.cgroup $(cgroup_of $a)
+np_result all.cpus $(cat /sys/devices/system/cpu/online)
+kb a.after $a
+np_result decision "$(pprop $a Decision)"
+np_result state "$(pprop $a State) $(pprop $a TargetNodes)"
+"""
+
+
+@scenario("numa02-nb", script=NUMA02_SCRIPT.replace("@STEADY@", str(STEADY_SEC)), timeout=900,
+          cmdline=["numa_balancing=enable"])
+def check_numa02_nb(t, res):
+    t.eq(res.get("nb"), "1", "numa02-nb: the kernel's NUMA balancing is on")
+    t.check(res.get("placing.timeout") is None, "numa02-nb: the daemon decided within 300 s")
+    placing = [x for x in res.all("numaplaced.log") if f"Placing {res.get('pid.a')} " in x]
+    t.check(placing and "the kernel's NUMA balancing moved" in placing[0]
+            and "its threads run where they may" in placing[0],
+            f"numa02-nb: the Decision says the kernel kept moving it ({placing[:1]})")
+    t.check(res.get("placed.timeout") is None, "numa02-nb: its memory moved")
+    mems = res.get("a.mems") or ""
+    t.check(re.fullmatch(r"[0-9]+", mems) is not None, f"numa02-nb: its memory held on one node ({mems!r})")
+    t.eq(res.get("a.cpus"), res.get("all.cpus"), "numa02-nb: its threads may run on every CPU")
+    t.eq(res.get("a.cgroup"), f"/numaplaced/mem-{mems}", "numa02-nb: in the daemon's memory-only cpuset")
+    share = local_share(res.node_kb("a.after"), int(mems)) if mems.isdigit() else 0.0
+    t.check(share >= 0.95, f"numa02-nb: {share:.1%} of its pages on node {mems}")
+    steady = res.int("steady.pgmigrate")
+    t.check(steady is not None and steady <= 320 * 256 // 100,
+            f"numa02-nb: {steady} pages moved in the steady {STEADY_SEC} s (at most 1% of its memory)")
+    decision = (res.get("decision") or "").replace("\\'", "'")
+    t.check(decision.startswith(f"its memory is held on {mems}"), f"numa02-nb: Decision {decision!r}")
+    t.eq(res.get("state"), f"placed 1 {mems}", "numa02-nb: State placed, TargetNodes its memory's node")
+    print(f"  ..   numa02-nb: decided {res.get('placing.after')} s after its start, when every page moved so far "
+          f"was {res.int('placing.pgmigrate') or 0} pages ({(res.int('placing.pgmigrate') or 0) / (320 * 256):.2f} "
+          f"times its memory); moved by {res.get('placed.after')} s; steady {STEADY_SEC} s: "
+          f"{steady} pages moved, numa_pte_updates {res.get('steady.pte')}, numa_hint_faults "
+          f"{res.get('steady.hint')}")
 
 
 # ---- 3: three processes -------------------------------------------------------
