@@ -692,12 +692,16 @@ void np_decide_run(NpManager *m) {
                 note_pages_source(p, g && g_hash_table_contains(s.groups.stat_pages, g));
                 settle_state(m, p, hold, d, why);
                 carry_out(m, p, d, why);
-                /* left to the kernel's balancing on every node: how much of it
-                 * the kernel keeps moving is watched (kernel churn) */
-                p->kernel_watch = s.params.kernel_balancing && s.params.confines_memory && hold == NP_HOLD_NONE &&
-                        d->kind == NP_DECISION_KEEP &&
+                /* left to the kernel's balancing on every node, or placed
+                 * whole on several nodes: how much of it the kernel keeps
+                 * moving is watched (kernel churn) */
+                bool every_node = hold == NP_HOLD_NONE && d->kind == NP_DECISION_KEEP &&
                         (d->reason.kernel == NP_KERNEL_EVERY_NODE || d->reason.code == NP_REASON_CPU_EVERY_NODE ||
                          d->reason.code == NP_REASON_EVERY_NODE);
+                bool placed_spread = hold == NP_HOLD_PLACED && p->state == NP_PROC_PLACED && !p->memory_only &&
+                        p->target && np_mask_weight(p->target) > 1;
+                p->kernel_watch =
+                        s.params.kernel_balancing && s.params.confines_memory && (every_node || placed_spread);
         }
         record_groups(m, &s, decisions);
 }

@@ -440,11 +440,14 @@ static bool kernel_moves(const NpLedger *l, const NpPolicyProcess *p) {
 
 /* ---- the kernel moving pages back and forth -------------------------------- */
 
-/* Does the kernel's balancing move the pages of p, which runs on every
- * node, back and forth (NP_POLICY_CHURN_SHARE), where the mechanism can hold
- * its memory? */
+/* Does the kernel's balancing move the pages of p back and forth
+ * (NP_POLICY_CHURN_SHARE) among several nodes, where the mechanism can hold
+ * its memory: p runs on every node, or the policy placed it whole on more
+ * than one? */
 static bool kernel_churns(const NpLedger *l, const NpPolicyProcess *p) {
-        return l->params->confines_memory && kernel_moves(l, p) && p->running && covers_every_cpu_node(l, p->running) &&
+        bool spread = p->hold == NP_HOLD_PLACED ? !p->memory_only && p->current && np_mask_weight(p->current) > 1
+                                                : p->running && covers_every_cpu_node(l, p->running);
+        return l->params->confines_memory && kernel_moves(l, p) && spread &&
                 (double) p->kernel_churn >= NP_POLICY_CHURN_SHARE * (double) p->mem;
 }
 
@@ -614,6 +617,20 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                 if (p->memory_only) {
                         out[i] = keep_memory(&l, p);
                         continue;
+                }
+                if (kernel_churns(&l, p)) {
+                        /* placed whole on several nodes, the kernel moves its
+                         * pages among them: its memory held on one */
+                        NpMask *set = memory_home(&l, p);
+                        if (set) {
+                                NpReason r = { .code = NP_REASON_KERNEL_CHURN,
+                                               .kernel_moved = p->kernel_churn,
+                                               .mem = p->mem,
+                                               .window_usec = NP_POLICY_CHURN_WINDOW_USEC,
+                                               .cpu = p->cpu };
+                                out[i] = place_memory(&l, p, set, &r);
+                                continue;
+                        }
                 }
                 if (np_ledger_fits_process(&l, p->current, p, -NP_POLICY_HYSTERESIS)) {
                         NpReason r = { .nodes = np_mask_copy(p->current), .share = locality_placed(p) };

@@ -1579,6 +1579,24 @@ static void test_kernel_churn(void) {
         g_assert_cmpint(why(h, 0)->code, !=, NP_REASON_KERNEL_CHURN);
         machine_clear(&m);
 
+        /* placed whole on 1-3 by its CPU use (its threads then ran on three
+         * nodes), the kernel moving its pages among them: its memory held on
+         * the node with most of it, its threads on every CPU */
+        numa02(&m, 1 * GiB);
+        m.procs[0].hold = NP_HOLD_PLACED;
+        m.procs[0].current = mask(&m, "1-3");
+        m.procs[0].running = mask(&m, "1-3");
+        m.procs[0].since_move_usec = 100 * G_USEC_PER_SEC;
+        g_autoptr(GPtrArray) pl = decide(&m);
+        assert_move(pl, 0, "0");
+        g_assert_true(dec(pl, 0)->memory_only);
+        g_assert_cmpint(why(pl, 0)->code, ==, NP_REASON_KERNEL_CHURN);
+        m.procs[0].kernel_churn = 0;
+        g_autoptr(GPtrArray) pl2 = decide(&m);
+        g_assert_false(dec(pl2, 0)->memory_only);
+        g_assert_cmpint(why(pl2, 0)->code, !=, NP_REASON_KERNEL_CHURN);
+        machine_clear(&m);
+
         /* the node with the most of its pages is full: the next most */
         numa02(&m, 1 * GiB);
         m.nodes[0].mem_free -= 700 * MiB;
