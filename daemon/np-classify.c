@@ -229,7 +229,7 @@ int np_classify_update(NpManager *m, NpProcess *p) {
          * GLib's monotonic time is CLOCK_MONOTONIC, as np-decide.c's) */
         if (sig && p->kernel_watch && np_manager_kernel_balancing(m))
                 np_process_note_kernel_migrated(p, (uint64_t) g_get_monotonic_time(), NP_POLICY_CHURN_WINDOW_USEC);
-        else if (p->kernel_seen)
+        else if (p->kernel_seen && !p->moving_to) /* kept across its move */
                 g_array_set_size(p->kernel_seen, 0);
         np_process_set_significant(p, sig);
         return 0;

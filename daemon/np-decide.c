@@ -698,8 +698,10 @@ void np_decide_run(NpManager *m) {
                 bool every_node = hold == NP_HOLD_NONE && d->kind == NP_DECISION_KEEP &&
                         (d->reason.kernel == NP_KERNEL_EVERY_NODE || d->reason.code == NP_REASON_CPU_EVERY_NODE ||
                          d->reason.code == NP_REASON_EVERY_NODE);
-                bool placed_spread = hold == NP_HOLD_PLACED && p->state == NP_PROC_PLACED && !p->memory_only &&
-                        p->target && np_mask_weight(p->target) > 1;
+                const NpMask *on = hold == NP_HOLD_MOVING                      ? p->moving_to
+                        : hold == NP_HOLD_PLACED && p->state == NP_PROC_PLACED ? p->target
+                                                                               : NULL;
+                bool placed_spread = on && np_mask_weight(on) > 1 && !p->memory_only && d->kind == NP_DECISION_KEEP;
                 p->kernel_watch =
                         s.params.kernel_balancing && s.params.confines_memory && (every_node || placed_spread);
         }
