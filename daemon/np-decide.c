@@ -378,6 +378,8 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *
                 bool advised = hold == NP_HOLD_NONE && advised_there(m, p);
                 if (advised)
                         hold = NP_HOLD_PLACED;
+                uint64_t churn_usec;
+                uint64_t churn = np_process_kernel_churn(p, &churn_usec);
                 NpPolicyProcess pp = {
                         .pid = p->pid,
                         /* sized by the lower of its last two measurements:
@@ -393,7 +395,8 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *
                         /* numa_stat says nothing of the pages before */
                         .locality_before = from_stat ? -1.0 : p->locality_prev,
                         .kernel_migrated = np_process_cpu_settled(p) ? 0 : p->kernel_migrated_bytes,
-                        .kernel_churn = np_process_kernel_churn(p, now, NP_POLICY_CHURN_WINDOW_USEC),
+                        .kernel_churn = churn,
+                        .kernel_churn_usec = churn_usec,
                         .memory_only = hold == NP_HOLD_PLACED && !advised && p->memory_only,
                         .per_node = pages,
                         .huge_per_node = p->maps_error == 0 ? p->maps.huge_per_node : NULL,

@@ -133,6 +133,7 @@ void np_policy_groups_build(NpPolicyGroups *g, const NpPolicyProcess *procs, gui
                 u->balanced += p->balanced;
                 u->kernel_migrated += p->kernel_migrated;
                 u->kernel_churn += p->kernel_churn;
+                u->kernel_churn_usec = MAX(u->kernel_churn_usec, p->kernel_churn_usec);
                 u->memory_only = u->memory_only && p->memory_only;
                 u->stuck += p->stuck;
                 u->running = mask_union(g, u->running, p->running);

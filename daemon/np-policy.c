@@ -626,7 +626,7 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                                 NpReason r = { .code = NP_REASON_KERNEL_CHURN,
                                                .kernel_moved = p->kernel_churn,
                                                .mem = p->mem,
-                                               .window_usec = NP_POLICY_CHURN_WINDOW_USEC,
+                                               .window_usec = p->kernel_churn_usec,
                                                .cpu = p->cpu };
                                 out[i] = place_memory(&l, p, set, &r);
                                 continue;
@@ -674,7 +674,7 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                 NpReason r = { .code = NP_REASON_KERNEL_CHURN,
                                .kernel_moved = p->kernel_churn,
                                .mem = p->mem,
-                               .window_usec = NP_POLICY_CHURN_WINDOW_USEC,
+                               .window_usec = p->kernel_churn_usec,
                                .cpu = p->cpu };
                 out[i] = place_memory(&l, p, set, &r);
         }

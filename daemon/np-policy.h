@@ -97,7 +97,8 @@ typedef struct {
         uint64_t kernel_migrated; /* bytes of it the kernel's NUMA balancing moved so far (known
                                    * while cpu_estimated, else 0) */
         uint64_t kernel_churn; /* bytes of it the kernel's NUMA balancing moved over the last
-                                * NP_POLICY_CHURN_WINDOW_USEC; 0 = not watched that long */
+                                * NP_POLICY_CHURN_WINDOW_USEC, or since it is watched */
+        uint64_t kernel_churn_usec; /* the time kernel_churn covers */
         bool memory_only; /* PLACED: only its memory is held on current, its threads run
                            * where they may (NP_REASON_KERNEL_CHURN) */
         const GArray *per_node; /* NpNodeBytes where its pages are; NULL = unknown */

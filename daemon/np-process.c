@@ -514,13 +514,15 @@ void np_process_note_kernel_migrated(NpProcess *p, uint64_t now_usec, uint64_t w
                 g_array_remove_range(p->kernel_seen, 0, keep);
 }
 
-uint64_t np_process_kernel_churn(const NpProcess *p, uint64_t now_usec, uint64_t window_usec) {
+uint64_t np_process_kernel_churn(const NpProcess *p, uint64_t *span_usec) {
+        if (span_usec)
+                *span_usec = 0;
         if (!p->kernel_seen || p->kernel_seen->len < 2)
                 return 0;
         const NpKernelSeen *first = &g_array_index(p->kernel_seen, NpKernelSeen, 0);
         const NpKernelSeen *last = &g_array_index(p->kernel_seen, NpKernelSeen, p->kernel_seen->len - 1);
-        if (first->usec + window_usec > now_usec)
-                return 0;
+        if (span_usec)
+                *span_usec = last->usec - first->usec;
         return last->bytes > first->bytes ? last->bytes - first->bytes : 0;
 }
 

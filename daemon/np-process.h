@@ -224,11 +224,12 @@ typedef struct {
 /* Read kernel_migrated_bytes now and add it to kernel_seen, which keeps
  * what is younger than window_usec and the newest reading before that. */
 void np_process_note_kernel_migrated(NpProcess *p, uint64_t now_usec, uint64_t window_usec);
-/* What the kernel's balancing moved of it over the last window_usec (or a
- * little more: since the newest reading at least that old), from
- * kernel_seen; 0 while it was not watched that long. A thread that exited
- * takes its count with it: never below 0. */
-uint64_t np_process_kernel_churn(const NpProcess *p, uint64_t now_usec, uint64_t window_usec);
+/* What the kernel's balancing moved of it over the window of the last
+ * np_process_note_kernel_migrated() (or a little more: since the newest
+ * reading at least that old), or since it is watched when that is shorter,
+ * from kernel_seen; *span_usec (may be NULL) is the time it covers. A thread that exited takes its count with it: never
+ * below 0. */
+uint64_t np_process_kernel_churn(const NpProcess *p, uint64_t *span_usec);
 
 /* Significant (published and sampled in detail) or not; raises the owner's
  * record when it changes (the set of published processes changes). */

@@ -1517,7 +1517,7 @@ static void test_kernel_every_node(void) {
 
 /* numa02's shape: four busy threads on four one-CPU nodes, 320 MiB whose
  * pages the kernel's balancing keeps moving after them (kernel_churn bytes
- * over the last window). */
+ * over the 24 s it was watched). */
 static NpPolicyProcess *numa02(Machine *m, uint64_t churn) {
         machine_init(m, 4, 1, 1 * GiB);
         m->params.kernel_balancing = true;
@@ -1527,11 +1527,12 @@ static NpPolicyProcess *numa02(Machine *m, uint64_t churn) {
         p->balanced = p->mem;
         p->locality_before = 1.0;
         p->kernel_churn = churn;
+        p->kernel_churn_usec = 24 * G_USEC_PER_SEC;
         return p;
 }
 
 /* A process that runs on every node and whose pages the kernel moved more
- * than 1.5 times over in the last minute: its memory is held on the node
+ * than 1.5 times over since it is watched: its memory is held on the node
  * with the most of it, its threads stay where they run; at 1.25 times, or
  * where the mechanism cannot hold memory, or with the balancing off, or
  * for a process on fewer nodes, it is left as before. */
@@ -1545,7 +1546,7 @@ static void test_kernel_churn(void) {
         g_assert_cmpint(why(d, 0)->code, ==, NP_REASON_KERNEL_CHURN);
         assert_mib(why(d, 0)->bytes, 210);
         g_assert_cmpstr(why_of(dec(d, 0)), ==,
-                        "the kernel's NUMA balancing moved 1024 MiB of its 320 MiB in the last 60 s without "
+                        "the kernel's NUMA balancing moved 1024 MiB of its 320 MiB in the last 24 s without "
                         "settling: its memory goes to 0 (210 MiB to move), its threads run where they may");
         machine_clear(&m);
 
