@@ -442,11 +442,15 @@ static bool kernel_moves(const NpLedger *l, const NpPolicyProcess *p) {
 
 /* Does the kernel's balancing move the pages of p back and forth
  * (NP_POLICY_CHURN_SHARE) among several nodes, where the mechanism can hold
- * its memory: p runs on every node, or the policy placed it whole on more
+ * its memory: p runs on every node and needs more than one (one that needs
+ * one is placed whole: scattered()), or the policy placed it whole on more
  * than one? */
 static bool kernel_churns(const NpLedger *l, const NpPolicyProcess *p) {
-        bool spread = p->hold == NP_HOLD_PLACED ? !p->memory_only && p->current && np_mask_weight(p->current) > 1
-                                                : p->running && covers_every_cpu_node(l, p->running);
+        bool spread;
+        if (p->hold == NP_HOLD_PLACED)
+                spread = !p->memory_only && p->current && np_mask_weight(p->current) > 1;
+        else
+                spread = p->running && covers_every_cpu_node(l, p->running) && !scattered(l, p);
         return l->params->confines_memory && kernel_moves(l, p) && spread &&
                 (double) p->kernel_churn >= NP_POLICY_CHURN_SHARE * (double) p->mem;
 }

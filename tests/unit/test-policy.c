@@ -1568,6 +1568,21 @@ static void test_kernel_churn(void) {
         g_assert_cmpint(dec(g, 0)->kind, ==, NP_DECISION_KEEP);
         machine_clear(&m);
 
+        /* on every node but one node holds its demand: placed whole there
+         * (scattered), its threads too */
+        machine_init(&m, 4, 2, 1 * GiB);
+        m.params.kernel_balancing = true;
+        m.params.confines_memory = true;
+        NpPolicyProcess *q = process(&m, 100, 0.6, "0-3", (unsigned[]){ 110, 60, 70, 80 });
+        q->balanced = q->mem;
+        q->locality_before = 1.0;
+        q->kernel_churn = 1 * GiB;
+        g_autoptr(GPtrArray) s = decide(&m);
+        assert_move(s, 0, "0");
+        g_assert_false(dec(s, 0)->memory_only);
+        g_assert_cmpint(why(s, 0)->context, ==, NP_CONTEXT_SCATTERED);
+        machine_clear(&m);
+
         /* on two nodes: the policy places it whole, as without churn */
         machine_init(&m, 4, 2, 1 * GiB);
         m.params.kernel_balancing = true;
