@@ -228,7 +228,8 @@ int np_classify_update(NpManager *m, NpProcess *p) {
          * much of it the kernel keeps moving (np-policy.h, kernel churn;
          * GLib's monotonic time is CLOCK_MONOTONIC, as np-decide.c's) */
         if (sig && p->kernel_watch && np_manager_kernel_balancing(m))
-                np_process_note_kernel_migrated(p, (uint64_t) g_get_monotonic_time(), NP_POLICY_CHURN_WINDOW_USEC);
+                np_process_note_kernel_migrated(p, (uint64_t) g_get_monotonic_time(), NP_POLICY_CHURN_WINDOW_USEC,
+                                                np_process_age_usec(p));
         else if (p->kernel_seen && !p->moving_to) /* kept across its move */
                 g_array_set_size(p->kernel_seen, 0);
         np_process_set_significant(p, sig);

@@ -499,10 +499,26 @@ void np_process_read_kernel_migrated(NpProcess *p) {
         p->kernel_migrated_bytes = sum * (uint64_t) sysconf(_SC_PAGESIZE);
 }
 
-void np_process_note_kernel_migrated(NpProcess *p, uint64_t now_usec, uint64_t window_usec) {
+uint64_t np_process_age_usec(const NpProcess *p) {
+        struct timespec ts;
+        long hz = sysconf(_SC_CLK_TCK);
+        if (!p->starttime || hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
+                return 0;
+        uint64_t now = (uint64_t) ts.tv_sec * G_USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+        uint64_t start = p->starttime * G_USEC_PER_SEC / (uint64_t) hz;
+        return now > start ? now - start : 0;
+}
+
+void np_process_note_kernel_migrated(NpProcess *p, uint64_t now_usec, uint64_t window_usec, uint64_t age_usec) {
         np_process_read_kernel_migrated(p);
-        if (!p->kernel_seen)
+        if (!p->kernel_seen) {
                 p->kernel_seen = g_array_new(FALSE, FALSE, sizeof(NpKernelSeen));
+                /* its threads' counts began at 0 when they started */
+                if (age_usec && age_usec < window_usec && age_usec < now_usec) {
+                        NpKernelSeen origin = { now_usec - age_usec, 0 };
+                        g_array_append_val(p->kernel_seen, origin);
+                }
+        }
         NpKernelSeen k = { now_usec, p->kernel_migrated_bytes };
         g_array_append_val(p->kernel_seen, k);
         /* drop the readings older than the newest one at least window_usec old */

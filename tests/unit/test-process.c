@@ -366,10 +366,23 @@ static void test_kernel_churn(void) {
                 g_autofree char *text =
                         g_strdup_printf("numa_pages_migrated : %" G_GUINT64_FORMAT "\n", steps[i].pages);
                 g_assert_true(g_file_set_contents(f, text, -1, NULL));
-                np_process_note_kernel_migrated(p, steps[i].at_s * s, w);
+                np_process_note_kernel_migrated(p, steps[i].at_s * s, w, 0);
                 g_assert_cmpuint(np_process_kernel_churn(p, NULL), ==, steps[i].churn_pages * page);
         }
         g_assert_cmpuint(p->kernel_seen->len, <=, 3);
+
+        /* first read 20 s after its start: what its threads moved since */
+        g_autoptr(NpProcess) y = np_process_new(777, 1);
+        g_assert_true(g_file_set_contents(f, "numa_pages_migrated : 30000\n", -1, NULL));
+        np_process_note_kernel_migrated(y, 100 * s, w, 20 * s);
+        uint64_t span = 0;
+        g_assert_cmpuint(np_process_kernel_churn(y, &span), ==, 30000 * page);
+        g_assert_cmpuint(span, ==, 20 * s);
+        /* one older than the window: from its first reading on */
+        g_autoptr(NpProcess) o = np_process_new(777, 1);
+        np_process_note_kernel_migrated(o, 100 * s, w, 90 * s);
+        g_assert_cmpuint(np_process_kernel_churn(o, &span), ==, 0);
+        g_assert_cmpuint(span, ==, 0);
         np_sysroot_set(NULL);
         g_autofree char *rm = g_strdup_printf("rm -rf '%s'", root);
         g_assert_cmpint(system(rm), ==, 0);
