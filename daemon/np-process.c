@@ -511,13 +511,12 @@ uint64_t np_process_age_usec(const NpProcess *p) {
 
 void np_process_note_kernel_migrated(NpProcess *p, uint64_t now_usec, uint64_t window_usec, uint64_t age_usec) {
         np_process_read_kernel_migrated(p);
-        if (!p->kernel_seen) {
+        if (!p->kernel_seen)
                 p->kernel_seen = g_array_new(FALSE, FALSE, sizeof(NpKernelSeen));
-                /* its threads' counts began at 0 when they started */
-                if (age_usec && age_usec < window_usec && age_usec < now_usec) {
-                        NpKernelSeen origin = { now_usec - age_usec, 0 };
-                        g_array_append_val(p->kernel_seen, origin);
-                }
+        /* its threads' counts began at 0 when they started */
+        if (!p->kernel_seen->len && age_usec && age_usec < window_usec && age_usec < now_usec) {
+                NpKernelSeen origin = { now_usec - age_usec, 0 };
+                g_array_append_val(p->kernel_seen, origin);
         }
         NpKernelSeen k = { now_usec, p->kernel_migrated_bytes };
         g_array_append_val(p->kernel_seen, k);

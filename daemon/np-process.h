@@ -227,9 +227,9 @@ uint64_t np_process_age_usec(const NpProcess *p);
 
 /* Read kernel_migrated_bytes now and add it to kernel_seen, which keeps
  * what is younger than window_usec and the newest reading before that. At
- * the first reading of a process younger than window_usec (age_usec, 0 =
- * unknown), a reading of 0 at its start comes first: its threads' counts
- * began then. */
+ * the first reading (kernel_seen empty) of a process younger than
+ * window_usec (age_usec, 0 = unknown), a reading of 0 at its start comes
+ * first: its threads' counts began then. */
 void np_process_note_kernel_migrated(NpProcess *p, uint64_t now_usec, uint64_t window_usec, uint64_t age_usec);
 /* What the kernel's balancing moved of it over the window of the last
  * np_process_note_kernel_migrated() (or a little more: since the newest

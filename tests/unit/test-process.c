@@ -378,6 +378,12 @@ static void test_kernel_churn(void) {
         uint64_t span = 0;
         g_assert_cmpuint(np_process_kernel_churn(y, &span), ==, 30000 * page);
         g_assert_cmpuint(span, ==, 20 * s);
+        /* watched again after a lapse (its readings dropped), still young */
+        g_array_set_size(y->kernel_seen, 0);
+        g_assert_true(g_file_set_contents(f, "numa_pages_migrated : 50000\n", -1, NULL));
+        np_process_note_kernel_migrated(y, 130 * s, w, 50 * s);
+        g_assert_cmpuint(np_process_kernel_churn(y, &span), ==, 50000 * page);
+        g_assert_cmpuint(span, ==, 50 * s);
         /* one older than the window: from its first reading on */
         g_autoptr(NpProcess) o = np_process_new(777, 1);
         np_process_note_kernel_migrated(o, 100 * s, w, 90 * s);
