@@ -528,6 +528,23 @@ static NpDecision *place_memory(NpLedger *l, const NpPolicyProcess *p, NpMask *s
         return d;
 }
 
+/* When the kernel's balancing moves p's pages back and forth
+ * (kernel_churns()) and a home for its memory has room: the move of its
+ * memory there. NULL otherwise. */
+static NpDecision *hold_churned(NpLedger *l, const NpPolicyProcess *p) {
+        if (!kernel_churns(l, p))
+                return NULL;
+        NpMask *set = memory_home(l, p);
+        if (!set)
+                return NULL;
+        NpReason r = { .code = NP_REASON_KERNEL_CHURN,
+                       .kernel_moved = p->kernel_churn,
+                       .mem = p->mem,
+                       .window_usec = p->kernel_churn_usec,
+                       .cpu = p->cpu };
+        return place_memory(l, p, set, &r);
+}
+
 /* A process whose memory the policy holds (memory_only): it stays while
  * its nodes have room for its memory; else its memory goes where there is
  * room. */
@@ -622,20 +639,10 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                         out[i] = keep_memory(&l, p);
                         continue;
                 }
-                if (kernel_churns(&l, p)) {
-                        /* placed whole on several nodes, the kernel moves its
-                         * pages among them: its memory held on one */
-                        NpMask *set = memory_home(&l, p);
-                        if (set) {
-                                NpReason r = { .code = NP_REASON_KERNEL_CHURN,
-                                               .kernel_moved = p->kernel_churn,
-                                               .mem = p->mem,
-                                               .window_usec = p->kernel_churn_usec,
-                                               .cpu = p->cpu };
-                                out[i] = place_memory(&l, p, set, &r);
-                                continue;
-                        }
-                }
+                /* placed whole on several nodes, the kernel moves its
+                 * pages among them: its memory held on one */
+                if ((out[i] = hold_churned(&l, p)))
+                        continue;
                 if (np_ledger_fits_process(&l, p->current, p, -NP_POLICY_HYSTERESIS)) {
                         NpReason r = { .nodes = np_mask_copy(p->current), .share = locality_placed(p) };
                         bool rest = rest_wanted(&l, p) && np_ledger_movable(&l, p, p->current);
@@ -670,17 +677,8 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
          * moves back and forth: their memory is held where it fits */
         for (guint i = 0; i < n_procs; i++) {
                 const NpPolicyProcess *p = &procs[i];
-                if (out[i] || !kernel_churns(&l, p))
-                        continue;
-                NpMask *set = memory_home(&l, p);
-                if (!set)
-                        continue;
-                NpReason r = { .code = NP_REASON_KERNEL_CHURN,
-                               .kernel_moved = p->kernel_churn,
-                               .mem = p->mem,
-                               .window_usec = p->kernel_churn_usec,
-                               .cpu = p->cpu };
-                out[i] = place_memory(&l, p, set, &r);
+                if (!out[i])
+                        out[i] = hold_churned(&l, p);
         }
 
         /* 3a: the candidates already local, on nodes that hold them: they
