@@ -224,9 +224,10 @@ int np_classify_update(NpManager *m, NpProcess *p) {
         if (sig && np_manager_kernel_balancing(m) && p->state == NP_PROC_OBSERVED && !np_process_cpu_settled(p) &&
             p->maps.per_node && p->maps.balanced_bytes * 2 >= p->maps.total_bytes)
                 np_process_read_kernel_migrated(p);
-        /* one the policy left to the kernel's balancing on every node: how
-         * much of it the kernel keeps moving (np-policy.h, kernel churn;
-         * GLib's monotonic time is CLOCK_MONOTONIC, as np-decide.c's) */
+        /* one the policy left to the kernel's balancing on every node, or
+         * placed whole on several: how much of it the kernel keeps moving
+         * (np-policy.h, kernel churn; GLib's monotonic time is
+         * CLOCK_MONOTONIC, as np-decide.c's) */
         if (sig && p->kernel_watch && np_manager_kernel_balancing(m))
                 np_process_note_kernel_migrated(p, (uint64_t) g_get_monotonic_time(), NP_POLICY_CHURN_WINDOW_USEC,
                                                 np_process_age_usec(p));

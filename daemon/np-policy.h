@@ -97,7 +97,8 @@ typedef struct {
         uint64_t kernel_migrated; /* bytes of it the kernel's NUMA balancing moved so far (known
                                    * while cpu_estimated, else 0) */
         uint64_t kernel_churn; /* bytes of it the kernel's NUMA balancing moved over the last
-                                * NP_POLICY_CHURN_WINDOW_USEC, or since it is watched */
+                                * NP_POLICY_CHURN_WINDOW_USEC, or over less (since its start,
+                                * or its first reading) */
         uint64_t kernel_churn_usec; /* the time kernel_churn covers */
         bool memory_only; /* PLACED: only its memory is held on current, its threads run
                            * where they may (NP_REASON_KERNEL_CHURN) */
@@ -177,13 +178,15 @@ uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves);
  * them) to nodes the policy will not keep. */
 #define NP_POLICY_KERNEL_BEGAN 0.01
 
-/* A process that runs on every node and whose pages the kernel's NUMA
- * balancing moved, over the last NP_POLICY_CHURN_WINDOW_USEC, more than
- * NP_POLICY_CHURN_SHARE times its memory is moved back and forth after
- * threads the scheduler keeps moving, not made local: the policy holds its
- * memory on the nodes that fit it (the kernel then moves none of it) and
- * leaves its threads where they run. A process the kernel makes local moves
- * each page once, at most its memory. */
+/* A process that runs on every node and needs more than one (or that the
+ * policy placed whole on several), whose pages the kernel's NUMA balancing
+ * moved, over the last NP_POLICY_CHURN_WINDOW_USEC (since its start when it
+ * is younger), more than NP_POLICY_CHURN_SHARE times its memory is moved
+ * back and forth after threads the scheduler keeps moving, not made local:
+ * the policy holds its memory on the nodes that fit it (the kernel then
+ * moves none of it) and leaves its threads where they run. A process the
+ * kernel makes local moves each page once, at most its memory, however
+ * short the time. */
 #define NP_POLICY_CHURN_WINDOW_USEC (60 * G_USEC_PER_SEC)
 #define NP_POLICY_CHURN_SHARE 1.5
 

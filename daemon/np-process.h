@@ -141,8 +141,8 @@ typedef struct {
         NpMask *moving_to; /* a move of it is queued or running to these nodes */
         bool memory_only; /* placed: only its memory is held on target, its threads run where
                            * they may (NP_REASON_KERNEL_CHURN) */
-        bool kernel_watch; /* the policy left it to the kernel's NUMA balancing on every node:
-                            * kernel_seen is kept each scan */
+        bool kernel_watch; /* the policy left it to the kernel's NUMA balancing on every node,
+                            * or placed it whole on several: kernel_seen is kept each scan */
         GArray *kernel_seen; /* NpKernelSeen while kernel_watch, oldest first; NULL = none */
         bool finish_deferred; /* placed, but its confinement is completed after the moves of the
                                * other members of its group (np-placement.c) */
@@ -233,9 +233,9 @@ uint64_t np_process_age_usec(const NpProcess *p);
 void np_process_note_kernel_migrated(NpProcess *p, uint64_t now_usec, uint64_t window_usec, uint64_t age_usec);
 /* What the kernel's balancing moved of it over the window of the last
  * np_process_note_kernel_migrated() (or a little more: since the newest
- * reading at least that old), or since it is watched when that is shorter,
- * from kernel_seen; *span_usec (may be NULL) is the time it covers. A thread that exited takes its count with it: never
- * below 0. */
+ * reading at least that old), or over less when kernel_seen begins later
+ * (its start, or the first reading); *span_usec (may be NULL) is the time
+ * it covers. A thread that exited takes its count with it: never below 0. */
 uint64_t np_process_kernel_churn(const NpProcess *p, uint64_t *span_usec);
 
 /* Significant (published and sampled in detail) or not; raises the owner's
