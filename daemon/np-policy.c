@@ -557,9 +557,9 @@ static NpDecision *keep_memory(NpLedger *l, const NpPolicyProcess *p) {
         }
         double rm, rc, cm;
         np_ledger_room(l, p->current, &rm, &rc, &cm, NULL);
-        NpReason r = { .context = NP_CONTEXT_CROWDED,
+        NpReason r = { .context = NP_CONTEXT_CROWDED_MEMORY,
                        .on = np_mask_copy(p->current),
-                       .code = NP_REASON_PLACE,
+                       .code = NP_REASON_PLACE_MEMORY,
                        .crowded = { .kind = NP_SHORT_MEMORY,
                                     .others = cm - rm,
                                     .its = mem,

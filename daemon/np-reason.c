@@ -106,6 +106,11 @@ static void add_context(GString *o, const NpReason *r) {
                 add_shortage(o, &r->crowded);
                 g_string_append_c(o, ')');
                 break;
+        case NP_CONTEXT_CROWDED_MEMORY:
+                g_string_append_printf(o, "its memory is held on %s, which is now crowded (", on);
+                add_shortage(o, &r->crowded);
+                g_string_append_c(o, ')');
+                break;
         case NP_CONTEXT_SCATTERED:
                 g_string_append_printf(o, "it runs on every node (%s), but one holds its demand (%.2f CPUs)", on,
                                        r->cpu);
@@ -299,12 +304,16 @@ char *np_reason_render(const NpReason *r) {
                 g_string_append_printf(o, "; its nodes %s are still the best", nodes);
                 break;
         case NP_REASON_PLACE:
-                g_string_append_printf(o, ": place on %s (", nodes);
+        case NP_REASON_PLACE_MEMORY:
+                g_string_append_printf(o, r->code == NP_REASON_PLACE ? ": place on %s (" : ": its memory goes to %s (",
+                                       nodes);
                 if (r->dist_hi && r->dist_lo == r->dist_hi)
                         g_string_append_printf(o, "distance %u, ", r->dist_lo);
                 else if (r->dist_hi)
                         g_string_append_printf(o, "distances %u to %u, ", r->dist_lo, r->dist_hi);
                 g_string_append_printf(o, "%.0f MiB to move)", mib);
+                if (r->code == NP_REASON_PLACE_MEMORY)
+                        g_string_append(o, ", its threads run where they may");
                 if (r->alone.kind != NP_SHORT_NONE) {
                         g_string_append_printf(o, "; %u alone is too small (", r->alone_node);
                         add_shortage(o, &r->alone);

@@ -48,6 +48,7 @@ typedef enum {
         NP_CONTEXT_SHARE, /* share of its memory on `on`, where it runs (kernel leads it) */
         NP_CONTEXT_CROWDED, /* placed on `on`, which is now crowded: `crowded` */
         NP_CONTEXT_SCATTERED, /* it runs on every node (`on`), one holds its demand (`cpu`) */
+        NP_CONTEXT_CROWDED_MEMORY, /* its memory held on `on`, which is now crowded: `crowded` */
 } NpReasonContext;
 
 typedef enum {
@@ -83,6 +84,8 @@ typedef enum {
         NP_REASON_EVERY_NODE, /* cpu and bytes need every node: left spread (KEEP) */
         NP_REASON_STILL_BEST, /* its nodes `nodes` are still the best (KEEP) */
         NP_REASON_PLACE, /* place on `nodes`: dist_lo, dist_hi, bytes to move; alone_node, alone (MOVE) */
+        NP_REASON_PLACE_MEMORY, /* its memory goes to `nodes` (dist_lo, dist_hi, bytes to move), its
+                                 * threads run where they may (MOVE) */
         /* the kernel moved kernel_moved bytes of its `mem` in the last window_usec: its
          * memory goes to `nodes` (bytes to move), its threads stay where they may run (MOVE) */
         NP_REASON_KERNEL_CHURN,

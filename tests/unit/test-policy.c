@@ -1650,6 +1650,11 @@ static void test_kernel_churn_held(void) {
         g_assert_cmpint(dec(e, 0)->kind, ==, NP_DECISION_MOVE);
         g_assert_true(dec(e, 0)->memory_only);
         g_assert_false(np_mask_test(dec(e, 0)->nodes, 0));
+        g_assert_cmpint(why(e, 0)->code, ==, NP_REASON_PLACE_MEMORY);
+        g_autofree char *text = g_strdup(why_of(dec(e, 0)));
+        g_assert_true(g_str_has_prefix(text, "its memory is held on 0, which is now crowded (memory: "));
+        g_assert_true(g_str_has_suffix(text, " MiB to move), its threads run where they may"));
+        g_assert_nonnull(strstr(text, "): its memory goes to "));
         machine_clear(&m);
 }
 
