@@ -532,7 +532,13 @@ np_result a.mems $(awk '/^Mems_allowed_list/ { print $2 }' /proc/$a/status)
 np_result a.cgroup $(cgroup_of $a)
 np_result all.cpus $(cat /sys/devices/system/cpu/online)
 kb a.after $a
-np_result decision "$(pprop $a Decision)"
+# (within MinSecondsBetweenMoves=30 of its move the Decision says only
+# "moved N s ago")
+for i in $(seq 1 45); do
+	d=$(pprop $a Decision)
+	case "$d" in *"moved "*" s ago (MinSecondsBetweenMoves="*) sleep 1 ;; *) break ;; esac
+done
+np_result decision "$d"
 np_result state "$(pprop $a State) $(pprop $a TargetNodes)"
 """
 
