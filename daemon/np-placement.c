@@ -57,16 +57,23 @@ static int check_nodes(NpManager *m, const NpMask *nodes, GError **error) {
         return 0;
 }
 
+/* cpus less ReservedCPUs=, unless that leaves none: then false, cpus as
+ * they were. */
+static bool drop_reserved(NpManager *m, NpMask *cpus) {
+        if (!m->config->reserved_cpus || np_mask_empty(cpus))
+                return true;
+        g_autoptr(NpMask) c2 = np_mask_copy(cpus);
+        np_mask_andnot(c2, m->config->reserved_cpus);
+        if (np_mask_empty(c2))
+                return false;
+        np_mask_assign(cpus, c2);
+        return true;
+}
+
 NpMask *np_placement_cpus_for(NpManager *m, const NpMask *nodes) {
         NpMask *cpus = np_topology_cpus_of(m->topology, nodes);
-        if (m->config->reserved_cpus && !np_mask_empty(cpus)) {
-                g_autoptr(NpMask) c2 = np_mask_copy(cpus);
-                np_mask_andnot(c2, m->config->reserved_cpus);
-                if (!np_mask_empty(c2))
-                        np_mask_assign(cpus, c2);
-                else
-                        log_warning("ReservedCPUs= covers every CPU of the target nodes; using them anyway");
-        }
+        if (!drop_reserved(m, cpus))
+                log_warning("ReservedCPUs= covers every CPU of the target nodes; using them anyway");
         if (np_mask_empty(cpus)) /* memory-only target: let it run anywhere it may now */
                 np_mask_assign(cpus, m->topology->all_cpus);
         return cpus;
@@ -128,12 +135,7 @@ static int room_now(NpManager *m, const NpProcess *p, const NpMask *nodes, uint6
 
 NpMask *np_placement_memory_cpus(NpManager *m) {
         NpMask *cpus = np_mask_copy(m->topology->all_cpus);
-        if (m->config->reserved_cpus) {
-                g_autoptr(NpMask) c2 = np_mask_copy(cpus);
-                np_mask_andnot(c2, m->config->reserved_cpus);
-                if (!np_mask_empty(c2))
-                        np_mask_assign(cpus, c2);
-        }
+        drop_reserved(m, cpus); /* (ReservedCPUs= covering every CPU: all of them) */
         return cpus;
 }
 
