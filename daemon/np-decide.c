@@ -12,6 +12,7 @@
 #include "np-placement.h"
 #include "np-policy.h"
 #include "np-reserve.h"
+#include "np-scan.h"
 
 /* ---- the snapshot ------------------------------------------------------- */
 
@@ -675,6 +676,14 @@ void np_decide_run(NpManager *m) {
                 np_group_table_end(m->groups);
                 return;
         }
+        if (m->awaiting_followup > 0 && m->rounds_deferred < NP_FOLLOWUP_MAX) {
+                m->rounds_deferred++;
+                log_debug("Scan %" G_GUINT64_FORMAT " decides nothing: %u process(es) of MinProcessMemory are "
+                          "measured at the follow-up scan",
+                          m->scans, m->awaiting_followup);
+                return;
+        }
+        m->rounds_deferred = 0;
         g_auto(Snapshot) s = { 0 };
         snapshot(m, &s);
         g_autoptr(GPtrArray) decisions = np_policy_decide(s.nodes, s.n_nodes, s.procs, s.n_procs, &s.params);

@@ -9,6 +9,14 @@
  * moves. Nothing is decided while paused, nor on a machine with one node of
  * memory, where only foreign processes are marked (State and Decision).
  *
+ * A round waits for the processes of MinProcessMemory that wait for their
+ * first follow-up scan (np-scan.h) and are not candidates yet: their pages
+ * count where they are now, on the nodes they may be about to leave, and a
+ * candidate decided beside them could be spread over two nodes that one
+ * would hold once they have left. It waits for each such process once, and
+ * for NP_FOLLOWUP_MAX rounds in a row at most (processes that keep
+ * arriving do not hold the others back for longer).
+ *
  * A Groups= cgroup group's pages per node are its cgroup's memory.numa_stat
  * (cgroup v2: anon + shmem), read once per decision, when it tells them;
  * its members are marked (NpProcess.pages_from_group) so their numa_maps is

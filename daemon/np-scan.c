@@ -173,9 +173,11 @@ static bool wants_followup(const NpManager *m, const NpProcess *p) {
 }
 
 /* Mark the processes that want a follow-up scan as having had one; how
- * many there are. */
+ * many there are. m->awaiting_followup counts those of them that are not
+ * candidates yet and wait for their first follow-up (np-decide.h). */
 static unsigned mark_followups(NpManager *m) {
         unsigned n = 0;
+        m->awaiting_followup = 0;
         GHashTableIter it;
         gpointer v;
         g_hash_table_iter_init(&it, m->processes);
@@ -184,6 +186,7 @@ static unsigned mark_followups(NpManager *m) {
                 if (wants_followup(m, p)) {
                         p->followups++;
                         n++;
+                        m->awaiting_followup += !p->significant && p->followups == 1;
                 }
         }
         return n;

@@ -361,6 +361,68 @@ static void test_followup(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(f->m->scan_interval_usec, ==, c->scan_interval_usec);
 }
 
+/* A second big process at 4343, a copy of 4242 (bigdb) started later. */
+static void add_second_bigdb(Fixture *f) {
+        g_autofree char *from = fixture_path(f, "proc/4242");
+        g_autofree char *to = fixture_path(f, "proc/4343");
+        g_autofree char *cmd = g_strdup_printf("cp -a '%s' '%s'", from, to);
+        g_assert_cmpint(system(cmd), ==, 0);
+        g_autofree char *stat = fixture_path(f, "proc/4343/stat");
+        g_autofree char *st = NULL;
+        g_assert_true(g_file_get_contents(stat, &st, NULL, NULL));
+        g_autoptr(GString) s = g_string_new(st);
+        g_assert_cmpuint(g_string_replace(s, "4242 (bigdb)", "4343 (bigdb)", 1), ==, 1);
+        g_assert_cmpuint(g_string_replace(s, " 20481 ", " 20999 ", 1), ==, 1);
+        g_assert_true(g_file_set_contents(stat, s->str, -1, NULL));
+}
+
+/* A decision round waits for a process of MinProcessMemory that waits for
+ * its first follow-up and is not a candidate yet: its pages may be about
+ * to leave their nodes. It waits for each such process once: a steady
+ * candidate beside it is decided a round later, also when the newcomer
+ * still waits then. */
+static void test_round_waits_for_followup(Fixture *f, gconstpointer data) {
+        NpConfig *c = f->m->config;
+        c->mode = NP_MODE_ADVISE;
+        c->min_process_cpu = 0.3;
+        c->scan_interval_usec = 5 * G_USEC_PER_SEC;
+        unsigned utime = 1000, utime2 = 1000;
+
+        set_stat(f, utime, 262144);
+        scan_and_decide(f);
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+        g_assert_false(p->significant);
+        g_assert_cmpuint(f->m->awaiting_followup, ==, 1);
+
+        /* 4242 busy and settled; 4343 appears, its CPU unknown */
+        add_second_bigdb(f);
+        set_stat(f, utime += one_cpu_ticks(), 262144);
+        scan_and_decide(f);
+        g_assert_true(p->significant);
+        g_assert_true(np_process_cpu_settled(p));
+        NpProcess *q = np_manager_process(f->m, 4343);
+        g_assert_nonnull(q);
+        g_assert_false(q->significant);
+        g_assert_cmpuint(f->m->awaiting_followup, ==, 1);
+        g_assert_cmpuint(f->m->rounds_deferred, ==, 2);
+        g_assert_cmpint(p->state, ==, NP_PROC_OBSERVED);
+        g_assert_null(p->target);
+        g_assert_cmpuint(f->m->scan_interval_usec, ==, NP_FOLLOWUP_USEC);
+
+        /* 4343 still growing, so still waiting: the round decides all the same */
+        set_stat(f, utime += one_cpu_ticks(), 262144);
+        set_stat_field_of(f, 4343, 14, utime2 += one_cpu_ticks());
+        set_stat_field_of(f, 4343, 24, 300000);
+        scan_and_decide(f);
+        g_assert_true(q->grew);
+        g_assert_cmpuint(f->m->awaiting_followup, ==, 0);
+        g_assert_cmpuint(f->m->rounds_deferred, ==, 0);
+        g_assert_cmpint(p->state, ==, NP_PROC_ADVISED);
+        g_autofree char *target = np_mask_format(p->target);
+        g_assert_cmpstr(target, ==, "0");
+}
+
 /* With the kernel's NUMA balancing on, a significant process it can make
  * local (the default policy) and that is not local is read every scan it
  * runs, so the policy sees whether the kernel is getting it there; with
@@ -1321,6 +1383,7 @@ int main(int argc, char **argv) {
         ADD("/manager/setters-record-changes", "2node", test_setters_record_changes);
         ADD("/manager/young-process-cpu", "2node", test_young_process_cpu);
         ADD("/manager/followup", "2node", test_followup);
+        ADD("/manager/round-waits-for-followup", "2node", test_round_waits_for_followup);
         ADD("/manager/kernel-watch", "4node", test_kernel_watch);
         ADD("/manager/kernel-watch-until-settled", "4node", test_kernel_watch_until_settled);
         ADD("/manager/peek", "4node", test_peek);
