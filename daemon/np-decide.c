@@ -12,7 +12,6 @@
 #include "np-placement.h"
 #include "np-policy.h"
 #include "np-reserve.h"
-#include "np-scan.h"
 
 /* ---- the snapshot ------------------------------------------------------- */
 
@@ -676,7 +675,7 @@ void np_decide_run(NpManager *m) {
                 np_group_table_end(m->groups);
                 return;
         }
-        if (m->awaiting_followup > 0 && m->rounds_deferred < NP_FOLLOWUP_MAX) {
+        if (m->awaiting_followup > 0 && m->rounds_deferred < NP_DECIDE_WAIT_ROUNDS) {
                 m->rounds_deferred++;
                 log_debug("Scan %" G_GUINT64_FORMAT " decides nothing: %u process(es) of MinProcessMemory are "
                           "measured at the follow-up scan",

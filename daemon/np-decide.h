@@ -9,13 +9,16 @@
  * moves. Nothing is decided while paused, nor on a machine with one node of
  * memory, where only foreign processes are marked (State and Decision).
  *
- * A round waits for the processes of MinProcessMemory that wait for their
- * first follow-up scan (np-scan.h) and are not candidates yet: their pages
- * count where they are now, on the nodes they may be about to leave, and a
- * candidate decided beside them could be spread over two nodes that one
- * would hold once they have left. It waits for each such process once, and
- * for NP_FOLLOWUP_MAX rounds in a row at most (processes that keep
- * arriving do not hold the others back for longer).
+ * A round waits while processes of MinProcessMemory wait for their
+ * follow-up scan (np-scan.h; new, or still touching their memory): their
+ * pages count where they are now, on the nodes they may be about to leave,
+ * and a candidate decided beside them could be spread over two nodes that
+ * one would hold once they have left. A lone newcomer changes nothing (it
+ * is decided at its follow-up anyway); nor does one the kernel's balancing
+ * has begun to move, which is decided at first sight. Each process waits
+ * for NP_FOLLOWUP_MAX follow-ups at most, and a round for
+ * NP_DECIDE_WAIT_ROUNDS in a row: processes that keep arriving do not hold
+ * the others back for longer.
  *
  * A Groups= cgroup group's pages per node are its cgroup's memory.numa_stat
  * (cgroup v2: anon + shmem), read once per decision, when it tells them;
@@ -35,6 +38,8 @@
 
 #include "np-manager.h"
 #include "np-policy.h"
+
+#define NP_DECIDE_WAIT_ROUNDS 4u
 
 /* Run the policy over the manager's last scan and carry out its decisions. */
 void np_decide_run(NpManager *m);

@@ -9,6 +9,7 @@
 
 #include "np-classify.h"
 #include "np-log.h"
+#include "np-policy.h"
 #include "np-sysroot.h"
 #include "np-thread.h"
 
@@ -172,9 +173,18 @@ static bool wants_followup(const NpManager *m, const NpProcess *p) {
                 p->followups < NP_FOLLOWUP_MAX;
 }
 
+/* Does p, waiting for its follow-up, hold the decision round back
+ * (np-decide.h)? Not when it is a candidate the kernel's NUMA balancing has
+ * begun to move: that one is decided at first sight (np-policy.h,
+ * NP_POLICY_KERNEL_BEGAN). */
+static bool holds_round(const NpManager *m, const NpProcess *p) {
+        return !p->significant || !np_manager_kernel_balancing(m) ||
+                (double) p->kernel_migrated_bytes < NP_POLICY_KERNEL_BEGAN * (double) np_process_scan_memory(p);
+}
+
 /* Mark the processes that want a follow-up scan as having had one; how
- * many there are. m->awaiting_followup counts those of them that are not
- * candidates yet and wait for their first follow-up (np-decide.h). */
+ * many there are. m->awaiting_followup counts those of them that hold the
+ * decision round back (holds_round()). */
 static unsigned mark_followups(NpManager *m) {
         unsigned n = 0;
         m->awaiting_followup = 0;
@@ -186,7 +196,7 @@ static unsigned mark_followups(NpManager *m) {
                 if (wants_followup(m, p)) {
                         p->followups++;
                         n++;
-                        m->awaiting_followup += !p->significant && p->followups == 1;
+                        m->awaiting_followup += holds_round(m, p);
                 }
         }
         return n;

@@ -20,7 +20,10 @@ numa_hint_faults_local per second (/proc/vmstat), pgmigrate_success, and
 the process's system time per second (the hinting faults are taken in its
 context), min/mean/max over --runs rounds.
 
-    NP_BUILD_ROOT=BUILD python3 tests/bench/bench-balancing-confined.py [--runs 3] [--seconds 30]
+    NP_BUILD_ROOT=BUILD python3 tests/bench/bench-balancing-confined.py [--runs 3] [--seconds 30] [--cgroup v2]
+
+Another kernel: NPVM_KERNEL=/path/to/vmlinuz (Debian's 6.12 has no cgroup v1
+cpusets: --cgroup v2).
 """
 import argparse
 import os
@@ -37,7 +40,9 @@ WAYS = ("free", "confined")
 SCRIPT = r"""
 np_result kernel $(uname -r)
 np_result balancing $(cat /proc/sys/kernel/numa_balancing)
-CS=/sys/fs/cgroup/cpuset
+# cgroup v1: the cpuset hierarchy, a thread at a time; v2 (kernels built
+# without cgroup v1 cpusets, as Debian's 6.12): the whole process at once
+if [ "$NPVM_CGROUP" = v2 ]; then CS=/sys/fs/cgroup; TASKS=cgroup.procs; else CS=/sys/fs/cgroup/cpuset; TASKS=tasks; fi
 mkdir -p $CS/one
 cat /sys/devices/system/node/node1/cpulist > $CS/one/cpuset.cpus
 echo 1 > $CS/one/cpuset.mems
@@ -55,10 +60,14 @@ measure() {  # measure WAY
 		$(( $(awk '{ print $15 }' /proc/$a/stat) - s0 )) $(np_numa_kb $a | tr ' ' ,)
 }
 for r in $(seq {runs}); do
-	echo $a > $CS/tasks
-	for t in /proc/$a/task/*; do echo ${t##*/} > $CS/tasks; done
+	echo $a > $CS/$TASKS
+	[ $TASKS = tasks ] && for t in /proc/$a/task/*; do echo ${t##*/} > $CS/tasks; done
 	measure free
-	for t in /proc/$a/task/*; do echo ${t##*/} > $CS/one/tasks; done
+	if [ $TASKS = tasks ]; then
+		for t in /proc/$a/task/*; do echo ${t##*/} > $CS/one/tasks; done
+	else
+		echo $a > $CS/one/cgroup.procs
+	fi
 	measure confined
 done
 np_result hz $(getconf CLK_TCK 2>/dev/null || echo 100)
@@ -70,8 +79,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=30)
+    ap.add_argument("--cgroup", choices=("v1", "v2"), default="v1",
+                    help="the cpuset hierarchy to confine in (v2 for kernels without cgroup v1 cpusets)")
     args = ap.parse_args()
-    vm = npvm.VM("bench-balancing-confined", TOPO, cgroup="v1",
+    vm = npvm.VM("bench-balancing-confined", TOPO, cgroup=args.cgroup,
                  cmdline=[c for c in npvm.DEFAULT_CMDLINE if not c.startswith("numa_balancing=")]
                  + ["numa_balancing=enable"])
     vm.add_workload()
