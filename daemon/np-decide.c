@@ -663,6 +663,21 @@ static gint by_order(gconstpointer a, gconstpointer b, gpointer data) {
         return (x->order > y->order) - (x->order < y->order);
 }
 
+/* The candidate a decision would spread over several nodes for want of
+ * memory on the node with most of its pages, a want that `newcomer_bytes`
+ * (processes waiting for their follow-up, whose pages may be about to
+ * leave) could make up; NULL when there is none. */
+static const NpProcess *squeezed_by_newcomers(const Snapshot *s, const GPtrArray *decisions, uint64_t newcomer_bytes) {
+        for (guint i = 0; newcomer_bytes && i < decisions->len; i++) {
+                const NpDecision *d = decisions->pdata[i];
+                const NpShortage *a = &d->reason.alone;
+                if (d->kind == NP_DECISION_MOVE && a->kind == NP_SHORT_MEMORY &&
+                    a->others + a->its - a->capacity <= (double) newcomer_bytes)
+                        return s->cands->pdata[i];
+        }
+        return NULL;
+}
+
 void np_decide_run(NpManager *m) {
         /* Nothing to decide while paused, or on a machine with one node of
          * memory (every process is local there). */
@@ -675,17 +690,21 @@ void np_decide_run(NpManager *m) {
                 np_group_table_end(m->groups);
                 return;
         }
-        if (m->awaiting_followup > 0 && m->rounds_deferred < NP_DECIDE_WAIT_ROUNDS) {
-                m->rounds_deferred++;
-                log_debug("Scan %" G_GUINT64_FORMAT " decides nothing: %u process(es) of MinProcessMemory are "
-                          "measured at the follow-up scan",
-                          m->scans, m->awaiting_followup);
-                return;
-        }
-        m->rounds_deferred = 0;
         g_auto(Snapshot) s = { 0 };
         snapshot(m, &s);
         g_autoptr(GPtrArray) decisions = np_policy_decide(s.nodes, s.n_nodes, s.procs, s.n_procs, &s.params);
+        const NpProcess *squeezed = m->rounds_deferred < NP_DECIDE_WAIT_ROUNDS
+                ? squeezed_by_newcomers(&s, decisions, m->awaiting_bytes)
+                : NULL;
+        if (squeezed) {
+                m->rounds_deferred++;
+                log_info("Not deciding in scan %" G_GUINT64_FORMAT ": %d (%s) would be spread over several nodes "
+                         "for want of memory, and processes starting beside it (%.0f MiB) are measured at the "
+                         "follow-up scan",
+                         m->scans, squeezed->pid, squeezed->comm, (double) m->awaiting_bytes / (1 << 20));
+                return;
+        }
+        m->rounds_deferred = 0;
         /* moves are queued in the order the policy planned them: each
          * counts on the room the ones before it leave on their nodes */
         g_autoptr(GArray) seq = g_array_sized_new(FALSE, FALSE, sizeof(guint), s.cands->len);

@@ -9,16 +9,15 @@
  * moves. Nothing is decided while paused, nor on a machine with one node of
  * memory, where only foreign processes are marked (State and Decision).
  *
- * A round waits while processes of MinProcessMemory wait for their
- * follow-up scan (np-scan.h; new, or still touching their memory): their
- * pages count where they are now, on the nodes they may be about to leave,
- * and a candidate decided beside them could be spread over two nodes that
- * one would hold once they have left. A lone newcomer changes nothing (it
- * is decided at its follow-up anyway); nor does one the kernel's balancing
- * has begun to move, which is decided at first sight. Each process waits
- * for NP_FOLLOWUP_MAX follow-ups at most, and a round for
- * NP_DECIDE_WAIT_ROUNDS in a row: processes that keep arriving do not hold
- * the others back for longer.
+ * A round waits when it would spread a process over several nodes for
+ * want of memory on the node with most of its pages, and processes of
+ * MinProcessMemory waiting for their follow-up scan (np-scan.h: new, or
+ * still touching their memory) hold at least that much: their pages count
+ * where they are now, on nodes they may be about to leave. It carries out
+ * nothing and decides again at the follow-up, with them measured. One the
+ * kernel's balancing has begun to move (decided at first sight) holds
+ * nothing back. A round waits NP_DECIDE_WAIT_ROUNDS in a row at most:
+ * processes that keep arriving do not hold the others back for longer.
  *
  * A Groups= cgroup group's pages per node are its cgroup's memory.numa_stat
  * (cgroup v2: anon + shmem), read once per decision, when it tells them;

@@ -124,8 +124,8 @@ typedef struct NpManager {
         bool status_sent; /* it sent a STATUS= of its own (reload): the next scan's is sent again */
         uint64_t scan_interval_usec; /* in force now (adaptive) */
         bool followup_scan; /* the next scan is a follow-up (NP_FOLLOWUP_USEC) */
-        unsigned awaiting_followup; /* processes the last scan left waiting for their follow-up whose
-                                     * pages may be about to move (np-decide.h) */
+        uint64_t awaiting_bytes; /* memory of the processes the last scan left waiting for their
+                                  * follow-up, whose pages may be about to move (np-decide.h) */
         unsigned rounds_deferred; /* decision rounds in a row that waited for them */
         uint64_t scans; /* timer scans (never method calls) */
         uint64_t last_scan_usec; /* CLOCK_REALTIME */

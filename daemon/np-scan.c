@@ -173,7 +173,7 @@ static bool wants_followup(const NpManager *m, const NpProcess *p) {
                 p->followups < NP_FOLLOWUP_MAX;
 }
 
-/* Does p, waiting for its follow-up, hold the decision round back
+/* May p, waiting for its follow-up, hold the decision round back
  * (np-decide.h)? Not when it is a candidate the kernel's NUMA balancing has
  * begun to move: that one is decided at first sight (np-policy.h,
  * NP_POLICY_KERNEL_BEGAN). */
@@ -183,11 +183,11 @@ static bool holds_round(const NpManager *m, const NpProcess *p) {
 }
 
 /* Mark the processes that want a follow-up scan as having had one; how
- * many there are. m->awaiting_followup counts those of them that hold the
- * decision round back (holds_round()). */
+ * many there are. m->awaiting_bytes sums the memory of those of them that
+ * may hold the decision round back (holds_round()). */
 static unsigned mark_followups(NpManager *m) {
         unsigned n = 0;
-        m->awaiting_followup = 0;
+        m->awaiting_bytes = 0;
         GHashTableIter it;
         gpointer v;
         g_hash_table_iter_init(&it, m->processes);
@@ -196,7 +196,8 @@ static unsigned mark_followups(NpManager *m) {
                 if (wants_followup(m, p)) {
                         p->followups++;
                         n++;
-                        m->awaiting_followup += holds_round(m, p);
+                        if (holds_round(m, p))
+                                m->awaiting_bytes += np_process_scan_memory(p);
                 }
         }
         return n;

@@ -321,15 +321,13 @@ static void test_followup(Fixture *f, gconstpointer data) {
         g_assert_nonnull(p);
         g_assert_false(p->significant);
         g_assert_cmpuint(f->m->scan_interval_usec, ==, NP_FOLLOWUP_USEC);
-        /* busy and growing to 1 GB: significant, not decided (the round
-         * waits for its follow-up) */
+        /* busy and growing to 1 GB: significant, not decided */
         set_stat(f, utime += one_cpu_ticks(), 262144);
         scan_and_decide(f);
         g_assert_true(p->significant);
         g_assert_true(p->grew);
-        g_assert_cmpuint(f->m->awaiting_followup, ==, 1);
+        g_assert_nonnull(strstr(p->decision, "its memory is still growing"));
         g_assert_cmpint(p->state, ==, NP_PROC_OBSERVED);
-        g_assert_null(p->target);
         g_assert_cmpuint(f->m->scan_interval_usec, ==, NP_FOLLOWUP_USEC);
         /* the burst is over: idle, no longer significant, never advised */
         scan_and_decide(f);
@@ -361,108 +359,6 @@ static void test_followup(Fixture *f, gconstpointer data) {
         g_autofree char *target = np_mask_format(p->target);
         g_assert_cmpstr(target, ==, "0");
         g_assert_cmpuint(f->m->scan_interval_usec, ==, c->scan_interval_usec);
-}
-
-/* A second big process at 4343, a copy of 4242 (bigdb) started later. */
-static void add_second_bigdb(Fixture *f) {
-        g_autofree char *from = fixture_path(f, "proc/4242");
-        g_autofree char *to = fixture_path(f, "proc/4343");
-        g_autofree char *cmd = g_strdup_printf("cp -a '%s' '%s'", from, to);
-        g_assert_cmpint(system(cmd), ==, 0);
-        g_autofree char *stat = fixture_path(f, "proc/4343/stat");
-        g_autofree char *st = NULL;
-        g_assert_true(g_file_get_contents(stat, &st, NULL, NULL));
-        g_autoptr(GString) s = g_string_new(st);
-        g_assert_cmpuint(g_string_replace(s, "4242 (bigdb)", "4343 (bigdb)", 1), ==, 1);
-        g_assert_cmpuint(g_string_replace(s, " 20481 ", " 20999 ", 1), ==, 1);
-        g_assert_true(g_file_set_contents(stat, s->str, -1, NULL));
-}
-
-/* A decision round waits while a process of MinProcessMemory waits for
- * its follow-up: its pages may be about to leave their nodes. A steady
- * candidate beside a newcomer is decided once the newcomer is measured
- * (twice when it grew in between). */
-static void test_round_waits_for_followup(Fixture *f, gconstpointer data) {
-        NpConfig *c = f->m->config;
-        c->mode = NP_MODE_ADVISE;
-        c->min_process_cpu = 0.3;
-        c->scan_interval_usec = 5 * G_USEC_PER_SEC;
-        unsigned utime = 1000, utime2 = 1000;
-
-        set_stat(f, utime, 262144);
-        scan_and_decide(f);
-        NpProcess *p = np_manager_process(f->m, 4242);
-        g_assert_nonnull(p);
-        g_assert_false(p->significant);
-        g_assert_cmpuint(f->m->awaiting_followup, ==, 1);
-        g_assert_cmpuint(f->m->rounds_deferred, ==, 1);
-
-        /* 4242 busy and settled; 4343 appears, its CPU unknown: no decision */
-        add_second_bigdb(f);
-        set_stat(f, utime += one_cpu_ticks(), 262144);
-        scan_and_decide(f);
-        g_assert_true(p->significant);
-        g_assert_true(np_process_cpu_settled(p));
-        NpProcess *q = np_manager_process(f->m, 4343);
-        g_assert_nonnull(q);
-        g_assert_false(q->significant);
-        g_assert_cmpuint(f->m->awaiting_followup, ==, 1);
-        g_assert_cmpuint(f->m->rounds_deferred, ==, 2);
-        g_assert_cmpint(p->state, ==, NP_PROC_OBSERVED);
-        g_assert_null(p->target);
-        g_assert_cmpuint(f->m->scan_interval_usec, ==, NP_FOLLOWUP_USEC);
-
-        /* 4343 measured while it grew: the round waits for its next measurement */
-        unsigned rss = 262144;
-        set_stat(f, utime += one_cpu_ticks(), 262144);
-        set_stat_field_of(f, 4343, 14, utime2 += one_cpu_ticks());
-        set_stat_field_of(f, 4343, 24, rss += 16384);
-        scan_and_decide(f);
-        g_assert_true(q->grew);
-        g_assert_false(np_process_cpu_settled(q));
-        g_assert_cmpuint(f->m->awaiting_followup, ==, 1);
-        g_assert_cmpint(p->state, ==, NP_PROC_OBSERVED);
-        /* two measurements settle it (the lower counts): decided, though 4343 still grows */
-        set_stat(f, utime += one_cpu_ticks(), 262144);
-        set_stat_field_of(f, 4343, 14, utime2 += one_cpu_ticks());
-        set_stat_field_of(f, 4343, 24, rss += 16384);
-        scan_and_decide(f);
-        g_assert_true(q->grew);
-        g_assert_cmpuint(f->m->awaiting_followup, ==, 0);
-        g_assert_cmpuint(f->m->rounds_deferred, ==, 0);
-        g_assert_cmpint(p->state, ==, NP_PROC_ADVISED);
-        g_autofree char *target = np_mask_format(p->target);
-        g_assert_cmpstr(target, ==, "0");
-}
-
-/* A round waits NP_DECIDE_WAIT_ROUNDS in a row at most: newcomers that
- * keep arriving do not hold a steady candidate back for longer. */
-static void test_round_wait_bounded(Fixture *f, gconstpointer data) {
-        NpConfig *c = f->m->config;
-        c->mode = NP_MODE_ADVISE;
-        c->min_process_cpu = 0.3;
-        unsigned utime = 1000;
-        set_stat(f, utime, 262144);
-        scan_and_decide(f);
-        NpProcess *p = np_manager_process(f->m, 4242);
-        g_assert_nonnull(p);
-        /* a new big process at every scan (a pid the scans have not seen) */
-        unsigned rounds = 1;
-        for (int pid = 5001; p->state != NP_PROC_ADVISED; pid++) {
-                g_assert_cmpuint(rounds, <=, NP_DECIDE_WAIT_ROUNDS);
-                g_autofree char *from = fixture_path(f, "proc/4242");
-                g_autofree char *rel = g_strdup_printf("proc/%d", pid);
-                g_autofree char *to = fixture_path(f, rel);
-                g_autofree char *cmd =
-                        g_strdup_printf("cp -a '%s' '%s' && sed -i 's/^4242 /%d /' '%s/stat'", from, to, pid, to);
-                g_assert_cmpint(system(cmd), ==, 0);
-                set_stat(f, utime += one_cpu_ticks(), 262144);
-                scan_and_decide(f);
-                g_assert_true(p->significant);
-                g_assert_cmpuint(f->m->awaiting_followup, >, 0);
-                rounds++;
-        }
-        g_assert_cmpuint(rounds, ==, NP_DECIDE_WAIT_ROUNDS + 1);
 }
 
 /* With the kernel's NUMA balancing on, a significant process it can make
@@ -1072,17 +968,16 @@ static void test_cgroup_group_numa_stat(Fixture *f, gconstpointer data) {
         g_assert_nonnull(v);
         g_assert_cmpuint(v->mem, ==, 650ull << 20);
         g_assert_cmpuint(v->per_node->len, ==, 3);
-        /* one read per decision round: the first scan's waited for their follow-up */
-        g_assert_cmpuint(f->m->numa_stat_reads, ==, 2);
+        g_assert_cmpuint(f->m->numa_stat_reads, ==, 3);
         g_assert_cmpuint(a->maps_reads, >=, 1);
 
         uint64_t reads[2];
         busy_scans(f, 3, reads);
         g_assert_cmpuint(reads[0], ==, 0);
         g_assert_cmpuint(reads[1], ==, 0);
-        g_assert_cmpuint(f->m->numa_stat_reads, ==, 5);
+        g_assert_cmpuint(f->m->numa_stat_reads, ==, 6);
         g_autofree char *dump = np_manager_dump(f->m);
-        g_assert_nonnull(strstr(dump, "Cgroup groups' memory.numa_stat read: 5 times\n"));
+        g_assert_nonnull(strstr(dump, "Cgroup groups' memory.numa_stat read: 6 times\n"));
         g_autofree char *row = g_strdup_printf(" %" G_GUINT64_FORMAT "  numa_stat   N0=", a->maps_reads);
         g_assert_nonnull(strstr(dump, row));
 
@@ -1091,7 +986,7 @@ static void test_cgroup_group_numa_stat(Fixture *f, gconstpointer data) {
         set_numa_stat(f, C1, NULL);
         busy_scans(f, 1, reads);
         g_assert_false(a->pages_from_group || b->pages_from_group);
-        g_assert_cmpuint(f->m->numa_stat_reads, ==, 5);
+        g_assert_cmpuint(f->m->numa_stat_reads, ==, 6);
         busy_scans(f, 2, reads);
         g_test_message("numa_maps reads in 2 scans: %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT, reads[0], reads[1]);
         g_assert_cmpuint(reads[0], ==, 2);
@@ -1409,6 +1304,109 @@ static void test_setters_record_changes(Fixture *f, gconstpointer data) {
         g_assert_true(f->m->changes.processes);
 }
 
+/* The 4node fixture's nodes with 1.3, 1.3, 1.5 and 1.3 GiB free of 8: 4242
+ * (1 GiB, 512 MiB of it on node 2) fits no node alone at
+ * TargetUtilization=85% (node 2 lacks about 200 MiB) and needs two. */
+static void fill_nodes(Fixture *f) {
+        const unsigned free_mb[4] = { 1331, 1331, 1536, 1331 };
+        for (unsigned n = 0; n < 4; n++) {
+                g_autofree char *rel = g_strdup_printf("sys/devices/system/node/node%u/meminfo", n);
+                g_autofree char *text = g_strdup_printf("Node %u MemTotal:        8388608 kB\n"
+                                                        "Node %u MemFree:         %u kB\n",
+                                                        n, n, free_mb[n] * 1024);
+                set_file(f, rel, text);
+        }
+}
+
+/* A round that would spread a process over two nodes for want of memory
+ * that a newcomer waiting for its follow-up holds (its pages may be about
+ * to leave) waits for that follow-up; with the newcomer measured (idle: it
+ * stays), the process is decided on two nodes. */
+static void test_round_waits_for_newcomer(Fixture *f, gconstpointer data) {
+        NpConfig *c = f->m->config;
+        c->mode = NP_MODE_ADVISE;
+        c->min_process_cpu = 0.3;
+        fill_nodes(f);
+        unsigned utime = 1000;
+        set_stat(f, utime, 262144);
+        scan_and_decide(f);
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+        g_assert_false(p->significant);
+        g_assert_cmpuint(f->m->rounds_deferred, ==, 0); /* nothing to decide yet */
+
+        /* 4242 busy and measured; 4343 (1 GiB) new, its CPU unknown */
+        clone_bigdb(f, 4343);
+        set_stat(f, utime += one_cpu_ticks(), 262144);
+        scan_and_decide(f);
+        g_assert_true(p->significant);
+        g_assert_true(np_process_cpu_settled(p));
+        NpProcess *q = np_manager_process(f->m, 4343);
+        g_assert_nonnull(q);
+        g_assert_false(q->significant);
+        g_assert_cmpuint(f->m->awaiting_bytes, ==, 1ull << 30);
+        g_assert_cmpuint(f->m->rounds_deferred, ==, 1);
+        g_assert_cmpint(p->state, ==, NP_PROC_OBSERVED);
+        g_assert_null(p->target);
+
+        /* 4343 measured idle: it stays where it is, 4242 gets two nodes */
+        set_stat(f, utime += one_cpu_ticks(), 262144);
+        scan_and_decide(f);
+        g_assert_false(q->significant);
+        g_assert_cmpuint(f->m->awaiting_bytes, ==, 0);
+        g_assert_cmpuint(f->m->rounds_deferred, ==, 0);
+        g_assert_cmpint(p->state, ==, NP_PROC_ADVISED);
+        g_assert_cmpuint(np_mask_weight(p->target), ==, 2);
+        g_assert_true(np_mask_test(p->target, 2));
+        g_assert_nonnull(strstr(p->decision, "2 alone is too small (memory"));
+}
+
+/* Without a newcomer that could make up the want, the same process is
+ * decided at once; and newcomers that keep arriving hold it back
+ * NP_DECIDE_WAIT_ROUNDS rounds at most. */
+static void test_round_wait_bounded(Fixture *f, gconstpointer data) {
+        NpConfig *c = f->m->config;
+        c->mode = NP_MODE_ADVISE;
+        c->min_process_cpu = 0.3;
+        fill_nodes(f);
+        unsigned utime = 1000;
+        set_stat(f, utime, 262144);
+        scan_and_decide(f);
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+        unsigned rounds = 0;
+        for (int pid = 5001; p->state != NP_PROC_ADVISED; pid++) {
+                g_assert_cmpuint(rounds, <=, NP_DECIDE_WAIT_ROUNDS);
+                clone_bigdb(f, pid);
+                set_stat(f, utime += one_cpu_ticks(), 262144);
+                scan_and_decide(f);
+                g_assert_true(p->significant);
+                g_assert_cmpuint(f->m->awaiting_bytes, >=, 1ull << 30);
+                rounds++;
+        }
+        g_assert_cmpuint(rounds, ==, NP_DECIDE_WAIT_ROUNDS + 1);
+        g_assert_cmpuint(np_mask_weight(p->target), ==, 2);
+}
+
+/* A process that fits one node is decided beside a newcomer all the same. */
+static void test_round_fits_one(Fixture *f, gconstpointer data) {
+        NpConfig *c = f->m->config;
+        c->mode = NP_MODE_ADVISE;
+        c->min_process_cpu = 0.3;
+        unsigned utime = 1000;
+        set_stat(f, utime, 262144);
+        scan_and_decide(f);
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+        clone_bigdb(f, 4343);
+        set_stat(f, utime += one_cpu_ticks(), 262144);
+        scan_and_decide(f);
+        g_assert_cmpuint(f->m->awaiting_bytes, ==, 1ull << 30);
+        g_assert_cmpuint(f->m->rounds_deferred, ==, 0);
+        g_assert_cmpint(p->state, ==, NP_PROC_ADVISED);
+        g_assert_cmpuint(np_mask_weight(p->target), ==, 1);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
 #define ADD(path, tree, fn) g_test_add(path, Fixture, tree, setup, fn, teardown)
@@ -1426,8 +1424,9 @@ int main(int argc, char **argv) {
         ADD("/manager/setters-record-changes", "2node", test_setters_record_changes);
         ADD("/manager/young-process-cpu", "2node", test_young_process_cpu);
         ADD("/manager/followup", "2node", test_followup);
-        ADD("/manager/round-waits-for-followup", "2node", test_round_waits_for_followup);
-        ADD("/manager/round-wait-bounded", "2node", test_round_wait_bounded);
+        ADD("/manager/round-waits-for-newcomer", "4node", test_round_waits_for_newcomer);
+        ADD("/manager/round-wait-bounded", "4node", test_round_wait_bounded);
+        ADD("/manager/round-fits-one", "4node", test_round_fits_one);
         ADD("/manager/kernel-watch", "4node", test_kernel_watch);
         ADD("/manager/kernel-watch-until-settled", "4node", test_kernel_watch_until_settled);
         ADD("/manager/peek", "4node", test_peek);

@@ -468,8 +468,8 @@ def check_nb(t, res, tag, who):
     # 1.325: a was decided at its follow-up scan, when b had just started
     # and was not yet significant, so b's pages on a's node counted as
     # staying there; a got two nodes, and the kernel then moved a's pages
-    # between them. A round now waits while a newcomer waits for its
-    # follow-up (np-decide.h): 0.996 in five runs of five after that change.
+    # between them. A round that would spread a process for want of memory
+    # such newcomers hold now waits for their follow-up (np-decide.h).
     bound = 1.05
     t.check(minimum > 0 and moved_kb <= minimum * bound,
             f"{tag}: pages moved by the daemon and the kernel {moved_kb} kB within {bound - 1:.0%} of the "
