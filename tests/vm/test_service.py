@@ -482,13 +482,21 @@ def body():
     t.eq(res.get("pair-before"), "  ", "the pair unit had no AllowedCPUs/AllowedMemoryNodes before")
     t.eq(res.get("pair-state-units"), "2", "the state file records both processes under Unit=pair.service")
     # the unit's memory nodes wait for the last move: each process's pages
-    # were moved by the daemon's own plan (about three quarters of 150 MB),
-    # not by the kernel when the first one's move set AllowedMemoryNodes
+    # were moved by the daemon's own plan (what of its 150 MB interleaved
+    # over 4 nodes is off the target: three quarters for one node, half for
+    # two, which the unit gets when other load sits on its node; a full CI
+    # run placed it on 2-3 and moved 78.7 MB each), not by the kernel when
+    # the first one's move set AllowedMemoryNodes (then the second moves
+    # next to nothing)
+    off_target = 150 * (4 - max(1, len(nodes))) // 4
+    least = min(80, off_target * 8 // 10)
     for x in ("a", "b"):
         line = res.get(f"pair-placed-{x}") or ""
         m = re.search(r": (\d+) bytes moved", line)
         moved = int(m.group(1)) if m else 0
-        t.check(moved >= 80 << 20, f"pair {x}: its own move moved {moved} bytes ({line!r})")
+        t.check(moved >= least << 20,
+                f"pair {x}: its own move moved {moved} bytes, at least {least} MiB of the {off_target} MiB "
+                f"off the unit's nodes {nodes} ({line!r})")
     for x in ("a", "b"):
         later = res.get(f"pair-decision-later-{x}") or ""
         t.check("placed on" in later and "could not move" not in later,
