@@ -1318,20 +1318,28 @@ static void fill_nodes(Fixture *f) {
         }
 }
 
+/* Mode=advise, MinProcessCPU=0.3, the nodes filled (fill_nodes()) or not;
+ * 4242 seen for the first time at 1 GiB with its CPU time at *utime. */
+static NpProcess *first_sight(Fixture *f, bool fill, unsigned *utime) {
+        f->m->config->mode = NP_MODE_ADVISE;
+        f->m->config->min_process_cpu = 0.3;
+        if (fill)
+                fill_nodes(f);
+        *utime = 1000;
+        set_stat(f, *utime, 262144);
+        scan_and_decide(f);
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+        return p;
+}
+
 /* A round that would spread a process over two nodes for want of memory
  * that a newcomer waiting for its follow-up holds (its pages may be about
  * to leave) waits for that follow-up; with the newcomer measured (idle: it
  * stays), the process is decided on two nodes. */
 static void test_round_waits_for_newcomer(Fixture *f, gconstpointer data) {
-        NpConfig *c = f->m->config;
-        c->mode = NP_MODE_ADVISE;
-        c->min_process_cpu = 0.3;
-        fill_nodes(f);
-        unsigned utime = 1000;
-        set_stat(f, utime, 262144);
-        scan_and_decide(f);
-        NpProcess *p = np_manager_process(f->m, 4242);
-        g_assert_nonnull(p);
+        unsigned utime;
+        NpProcess *p = first_sight(f, true, &utime);
         g_assert_false(p->significant);
         g_assert_cmpuint(f->m->rounds_deferred, ==, 0); /* nothing to decide yet */
 
@@ -1361,19 +1369,11 @@ static void test_round_waits_for_newcomer(Fixture *f, gconstpointer data) {
         g_assert_nonnull(strstr(p->decision, "2 alone is too small (memory"));
 }
 
-/* Without a newcomer that could make up the want, the same process is
- * decided at once; and newcomers that keep arriving hold it back
- * NP_DECIDE_WAIT_ROUNDS rounds at most. */
+/* Newcomers that keep arriving hold a process that needs their memory
+ * back NP_DECIDE_WAIT_ROUNDS rounds at most. */
 static void test_round_wait_bounded(Fixture *f, gconstpointer data) {
-        NpConfig *c = f->m->config;
-        c->mode = NP_MODE_ADVISE;
-        c->min_process_cpu = 0.3;
-        fill_nodes(f);
-        unsigned utime = 1000;
-        set_stat(f, utime, 262144);
-        scan_and_decide(f);
-        NpProcess *p = np_manager_process(f->m, 4242);
-        g_assert_nonnull(p);
+        unsigned utime;
+        NpProcess *p = first_sight(f, true, &utime);
         unsigned rounds = 0;
         for (int pid = 5001; p->state != NP_PROC_ADVISED; pid++) {
                 g_assert_cmpuint(rounds, <=, NP_DECIDE_WAIT_ROUNDS);
@@ -1390,14 +1390,8 @@ static void test_round_wait_bounded(Fixture *f, gconstpointer data) {
 
 /* A process that fits one node is decided beside a newcomer all the same. */
 static void test_round_fits_one(Fixture *f, gconstpointer data) {
-        NpConfig *c = f->m->config;
-        c->mode = NP_MODE_ADVISE;
-        c->min_process_cpu = 0.3;
-        unsigned utime = 1000;
-        set_stat(f, utime, 262144);
-        scan_and_decide(f);
-        NpProcess *p = np_manager_process(f->m, 4242);
-        g_assert_nonnull(p);
+        unsigned utime;
+        NpProcess *p = first_sight(f, false, &utime);
         clone_bigdb(f, 4343);
         set_stat(f, utime += one_cpu_ticks(), 262144);
         scan_and_decide(f);
