@@ -11,7 +11,7 @@ x 512 MB, one vCPU each, cgroup v1):
   2  interleave   the same with the interleave policy left on the memory
                   (the case automatic NUMA balancing never touches)
   3  numa01       autonuma-benchmark's numa01 shape: a process and its
-                  child, both busy (0.6 CPUs each) on 256 MB of shared
+                  child, both busy (0.6 CPUs each) on 320 MB of shared
                   memory first touched on node 0 (locality a: the parent,
                   b: the child)
   4  numa02       autonuma-benchmark's numa02 shape: one process whose
@@ -39,6 +39,9 @@ locality (the share of its pages on its fullest node, from numa_maps),
 pgmigrate_success, numa_pte_updates and numa_hint_faults, for --duration
 seconds. Printed per scenario and way: seconds from the workload's start
 until each process first had >= 95% of its pages on one node (or never),
+the same from when it became significant ("after sig.": from when its
+np-workload was ready, its memory allocated and its sweep begun; 0 when it
+was already on one node then; to the 2 s of the samples),
 its final locality, MB migrated (pgmigrate_success x 4096) against the
 minimum (the pages that were not on the node each process ended up on),
 the placer's own CPU time (utime+stime from /proc/PID/stat at the end, the
@@ -75,19 +78,22 @@ from benchstat import stats  # noqa: E402
 
 TOPO = npvm.Topology(4, mem_mb=512, cpus=1)
 BUSY = "--mb 320 --interleave 0-3 --no-thp --sweep --duty 90 --no-pin"
-TWO = ("a=$(np_start_workload /tmp/a {busy}) || exit 1\n"
-       "b=$(np_start_workload /tmp/b {busy}) || exit 1\n")
+READY = "np_result ready.{p} $(cut -d' ' -f1 /proc/uptime)\n"  # allocated and busy from here: significant
+TWO = ("a=$(np_start_workload /tmp/a {busy}) || exit 1\n" + READY.format(p="a") +
+       "b=$(np_start_workload /tmp/b {busy}) || exit 1\n" + READY.format(p="b"))
 # numa01 (autonuma-benchmark's shape): one process and its child, both busy
-# on 256 MB of shared memory first touched on node 0 (bound there while it
-# was touched, then the default policy); 16 MB private to the first
-NUMA01 = ("a=$(np_start_workload /tmp/a --mb 16 --share-mb 256 --share-busy --bind 0 --reset-policy --no-thp "
+# on 320 MB of shared memory first touched on node 0 (bound there while it
+# was touched, then the default policy); 16 MB private to the first. Until
+# this run's version the shared memory was 256 MB: below MinProcessMemory=
+# with the first's 16 MB, so numaplaced left the pair alone in every way
+NUMA01 = ("a=$(np_start_workload /tmp/a --mb 16 --share-mb 320 --share-busy --bind 0 --reset-policy --no-thp "
           "--sweep --duty 60 --no-pin) || exit 1\n"
-          "b=$(sed -n 's/^CHILD pid=//p' /tmp/a.out)\n")
+          "b=$(sed -n 's/^CHILD pid=//p' /tmp/a.out)\n" + READY.format(p="a") + READY.format(p="b"))
 # numa02: one process, four busy threads, each on its own slice of 320 MB
 # (significant at the default MinProcessMemory) first touched on node 0;
 # a's locality is the slices' (SLICES=1)
 NUMA02 = ("a=$(np_start_workload /tmp/a --mb 320 --threads 4 --bind 0 --reset-policy --no-thp --sweep --duty 60 "
-          "--no-pin --report) || exit 1\nb=$a\nSLICES=1\n")
+          "--no-pin --report) || exit 1\nb=$a\nSLICES=1\n" + READY.format(p="a") + READY.format(p="b"))
 SCENARIOS = {"1": ("interleaved, policy reset", TWO.replace("{busy}", BUSY + " --reset-policy")),
              "2": ("interleave policy left set", TWO.replace("{busy}", BUSY)),
              "3": ("numa01: two processes on shared memory first touched on node 0", NUMA01),
@@ -111,6 +117,21 @@ loc_a() {
 	_l=$(sed -n 's/^SLICES local=\([0-9]*\).*/\1/p' /tmp/a.out | tail -n 1)
 	echo "${_l:-0}"
 }
+# priv_local PID: kB of its private memory (numa_maps lines without file=)
+# on the nodes its threads last ran on, and in all
+priv_local() {
+	_nodes=
+	for _t in /proc/$1/task/*/stat; do
+		_c=$(awk '{ print $39 }' "$_t" 2>/dev/null) || continue
+		for _n in /sys/devices/system/cpu/cpu$_c/node*; do _nodes="$_nodes ${_n##*node}"; done
+	done
+	awk -v nodes="$_nodes" 'BEGIN { split(nodes, l, " "); for (i in l) on[l[i]] = 1 }
+	  /file=/ { next }
+	  { ps = 4
+	  for (i = 2; i <= NF; i++) if ($i ~ /^kernelpagesize_kB=/) { split($i, a, "="); ps = a[2] }
+	  for (i = 2; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split(substr($i, 2), a, "="); t += a[2] * ps; if (a[1] in on) s += a[2] * ps } }
+	  END { print s + 0, t + 0 }' /proc/$1/numa_maps
+}
 cpu_ticks() { awk '{ print $14 + $15 }' /proc/$1/stat 2>/dev/null; }
 sys_ticks() { awk '{ print $15 }' /proc/$1/stat 2>/dev/null; }
 WAY={way}
@@ -128,6 +149,8 @@ while [ "$(date +%s)" -lt "$end" ]; do
 done
 np_result final.a $(np_numa_kb $a)
 np_result final.b $(np_numa_kb $b)
+np_result priv.a $(priv_local $a)
+np_result priv.b $(priv_local $b)
 [ -n "$PLACER" ] && np_result placer.ticks $(cpu_ticks $PLACER)
 [ -n "$PLACER" ] && np_result placer.sys_ticks $(sys_ticks $PLACER)
 np_result hz $(getconf CLK_TCK 2>/dev/null || echo 100)
@@ -197,8 +220,17 @@ def run_one(args, scenario, way):
         final = res.node_kb(f"final.{name}")
         start = res.node_kb(f"kb.{name}")
         node = max(final, key=final.get) if final else None
+        priv = (res.get(f"priv.{name}") or "").split()
+        # the share of its private memory on the nodes its threads last ran on
+        out.setdefault("private_local", {})[name] = (int(priv[0]) / int(priv[1]) if len(priv) == 2
+                                                      and int(priv[1]) > 0 else None)
+        ready = res.get(f"ready.{name}")
+        ready_s = float(ready) - t0 if ready else None
         out[name] = {"placed_s": placed, "final_locality": samples[-1][1 + i] if samples else None,
-                     "min_kb": sum(kb for n, kb in start.items() if n != node)}
+                     "min_kb": sum(kb for n, kb in start.items() if n != node), "ready_s": ready_s,
+                     # seconds from when it was allocated and busy (significant) until >= 95% on one node
+                     "after_ready_s": (max(0.0, placed - ready_s) if placed is not None and ready_s is not None
+                                       else None)}
     last = samples[-1] if samples else (0, 0, 0, 0, 0, 0, 0)
     out["migrated_mb"] = last[3] * 4096 / 2 ** 20
     out["min_mb"] = None if scenario in NO_MINIMUM else (out["a"]["min_kb"] + out["b"]["min_kb"]) / 1024
@@ -303,7 +335,8 @@ def report(args, results):
           f"when runs > 1")
     for sc in args.scenarios:
         print(f"\n== Scenario {sc}: {SCENARIOS[sc][0]}")
-        hdr = (f"{'way':<11} {'placed s (a)':>14} {'placed s (b)':>14} {'locality a':>11} {'locality b':>11} "
+        hdr = (f"{'way':<11} {'placed s (a)':>14} {'placed s (b)':>14} {'after sig. a':>12} {'after sig. b':>12} "
+               f"{'locality a':>11} {'locality b':>11} "
                f"{'MB moved':>9} {'MB min':>7} {'moved/min':>9} {'placer CPU s':>12} {'of it sys':>9} "
                f"{'ms/MB':>6} {'steady s/min':>12} {'in moves s':>10} {'moves ms/MB':>11} "
                f"{'idle s/min':>10} "
@@ -317,6 +350,8 @@ def report(args, results):
             ratio = stats([x["migrated_mb"] / x["min_mb"] if x["min_mb"] else None for x in runs])
             print(f"{way:<11} {fmt(col(lambda x: x['a']['placed_s']), 0):>14} "
                   f"{fmt(col(lambda x: x['b']['placed_s']), 0):>14} "
+                  f"{fmt(col(lambda x: x['a'].get('after_ready_s')), 0):>12} "
+                  f"{fmt(col(lambda x: x['b'].get('after_ready_s')), 0):>12} "
                   f"{fmt(col(lambda x: x['a']['final_locality']), 2):>11} "
                   f"{fmt(col(lambda x: x['b']['final_locality']), 2):>11} "
                   f"{fmt(col(lambda x: x['migrated_mb']), 0):>9} {fmt(col(lambda x: x['min_mb']), 0):>7} "
@@ -346,6 +381,12 @@ def report(args, results):
                 a, b = mean(x.get(key) for x in both), mean(x.get(key) for x in kern)
                 parts.append(f"{label} {a / b:.2f}" if a is not None and b else f"{label} n/a")
             print("both / kernel alone (means): " + ", ".join(parts))
+        for way in args.ways:
+            pl = [x.get("private_local") for x in results[sc].get(way) or [] if x.get("private_local")]
+            if pl:
+                print(f"   private memory on its threads' nodes at the end ({way}): "
+                      + "; ".join(" ".join(f"{k} {v:.2f}" if v is not None else f"{k} n/a"
+                                           for k, v in sorted(p.items())) for p in pl))
         for way in args.ways:
             for x in results[sc].get(way) or []:
                 if x["numad_log"]:
