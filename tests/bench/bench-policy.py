@@ -197,7 +197,7 @@ def run_one(args, scenario, way):
         f = line.split()
         samples.append((float(f[0]) - t0, int(f[1]) / 1000.0, int(f[2]) / 1000.0, int(f[3]), int(f[4]), int(f[5]),
                         int(f[6]) if len(f) > 6 and f[6].isdigit() else 0))
-    out = {"samples": samples, "balancing": res.get("balancing")}
+    out = {"samples": samples, "balancing": res.get("balancing"), "duration": args.duration}
     # the placer's CPU once the moves are over: from STEADY_FROM s to the end, per minute
     hz = res.int("hz") or 100
     steady = [x for x in samples if x[0] >= STEADY_FROM]
@@ -306,6 +306,8 @@ def main():
         args.scenarios = [sc for sc in args.scenarios if sc in results]
         args.ways = [w for w in args.ways if any(results[sc].get(w) for sc in args.scenarios)]
         args.runs = max(len(r) for sc in args.scenarios for r in results[sc].values())
+        args.duration = next((x["duration"] for sc in args.scenarios for r in results[sc].values() for x in r
+                              if x.get("duration")), args.duration)
         report(args, results)
         return 0
     npvm.ensure_host_commands(npvm.QEMU, "busybox", "dbus-daemon", "busctl", "numad", "gnuplot")
