@@ -641,6 +641,16 @@ esac
 """
 
 
+def id_set(text):
+    """A kernel CPU or node list ("0-2,5") as a set; "none" or "" is empty."""
+    out = set()
+    for part in str(text or "").replace("none", "").split(","):
+        if part:
+            a, _, b = part.partition("-")
+            out.update(range(int(a), int(b or a) + 1))
+    return out
+
+
 def nodelist(ids):
     """[0,1,2,5] -> '0-2,5' (kernel list format)."""
     out, ids = [], sorted(ids)

@@ -195,15 +195,6 @@ def pools(res, key):
     return out
 
 
-def cpulist(s):
-    out = set()
-    for part in str(s or "").split(","):
-        if part:
-            lo, _, hi = part.partition("-")
-            out.update(range(int(lo), int(hi or lo) + 1))
-    return out
-
-
 def check(t, res, name):
     guests = ("a", "b", "c")
     for x in guests:
@@ -219,7 +210,7 @@ def check(t, res, name):
                     f"guest {x}: VmRSS + HugetlbPages {rss + huge} kB passes MinProcessMemory=300M")
     targets = tp.check_placed_alone(t, res, list(guests), name)
     t.eq(res.all("oom"), [], f"{name}: the kernel's OOM killer ended no one")
-    nodecpus = {int(k): cpulist(v) for k, v in res.kv("nodecpus").items()}
+    nodecpus = {int(k): npvm.id_set(v) for k, v in res.kv("nodecpus").items()}
     minimum_kb = 0
     ram_min_kb = 0
     for x, node in zip(guests, targets):
@@ -235,7 +226,7 @@ def check(t, res, name):
             t.check(tp.local_share(anon, node) >= 0.95,
                     f"{name}: guest {x}: {tp.local_share(anon, node):.1%} of its private memory on node {node}")
         cpus = res.get(f"{x}.cpus") or ""
-        allowed = [cpulist(c) for c in cpus.split()]
+        allowed = [npvm.id_set(c) for c in cpus.split()]
         t.check(allowed and all(a and a <= nodecpus.get(node, set()) for a in allowed),
                 f"{name}: guest {x}: every one of its {res.get(x + '.threads')} threads on node {node}'s CPUs "
                 f"{sorted(nodecpus.get(node, set()))} (Cpus_allowed_list {cpus!r})")

@@ -128,14 +128,6 @@ kill $a $b
 """
 
 
-def cpu_list(s):
-    """'0-1,3' -> {0, 1, 3}"""
-    out = set()
-    for part in s.split(","):
-        if part:
-            lo, _, hi = part.partition("-")
-            out.update(range(int(lo), int(hi or lo) + 1))
-    return out
 
 
 def check_cpu(t, res):
@@ -149,7 +141,7 @@ def check_cpu(t, res):
     n = res.int("scans.released")
     t.check(n is not None and n <= 2, f"a released within two scans ({n})")
     cpus = (res.get("a.cpus.off") or "").split()
-    t.check(cpus and all(cpu_list(c) & {0, 1, 3} for c in cpus),
+    t.check(cpus and all(npvm.id_set(c) & {0, 1, 3} for c in cpus),
             f"a's threads may run on online CPUs ({cpus})")
     t.check("its nodes 2 have no online CPU left (CPUs 2 went offline): released from 2"
             in (res.get("a.decision.off") or ""), f"a's Decision says why ({res.get('a.decision.off')!r})")

@@ -201,17 +201,6 @@ def parse_plan(text):
     return [tuple(int(x) for x in p.split("->")) for p in (text or "").split()]
 
 
-def parse_list(s):
-    out = set()
-    for part in (s or "").split(","):
-        if "-" in part:
-            a, b = part.split("-")
-            out.update(range(int(a), int(b) + 1))
-        elif part:
-            out.add(int(part))
-    return out
-
-
 def simulate(plan, before_kb):
     """Apply the plan to per-node kB: each pair moves all that its source
     holds at that point.  Returns (kB moved, kB per node after, pairs with
@@ -248,7 +237,7 @@ def check_case(t, res, cg, tag, rule, wnodes, target):
     vm = res.kv(f"{key}.vmstat")
     c0, c1 = res.kv(f"{key}.counters0"), res.kv(f"{key}.counters1")
     plan = parse_plan(res.get(f"{key}.plan"))
-    frm = parse_list(res.get(f"{key}.from"))
+    frm = npvm.id_set(res.get(f"{key}.from"))
     if tag == "C":
         t.eq(res.get(f"{key}.pre.rc"), "0", f"{what}: first Place(pid, [2,3,4]) succeeded")
         t.eq(frm, {2, 3, 4}, f"{what}: confined first: Mems_allowed_list 2-4")

@@ -230,17 +230,6 @@ np_result dir_end $([ -e $CG/numaplaced ] && echo present || echo gone)
 """
 
 
-def cpulist(text):
-    """A kernel CPU or node list (0-2,5) as a set; "none" or "" is empty."""
-    out = set()
-    for part in (text or "").replace("none", "").split(","):
-        if not part:
-            continue
-        a, _, b = part.partition("-")
-        out.update(range(int(a), int(b or a) + 1))
-    return out
-
-
 def _kv(value):
     out = {}
     for tok in value.split():
@@ -272,8 +261,8 @@ def placement_check(res):
         for ent in d.get("nodes", "").split(";"):
             if ":" in ent:
                 n, _, c = ent.partition(":")
-                nodes[int(n)] = cpulist(c)
-        online[d["key"]] = (d.get("t"), cpulist(d.get("online")), nodes)
+                nodes[int(n)] = npvm.id_set(c)
+        online[d["key"]] = (d.get("t"), npvm.id_set(d.get("online")), nodes)
     for v in res.all("chk.managed"):
         d = _kv(v)
         managed[d["key"]] = {int(x) for x in (d.get("before", "") + "," + d.get("after", "")).split(",") if x.isdigit()}
@@ -293,7 +282,7 @@ def placement_check(res):
         if int(d["pid"]) not in managed.get(key, set()):
             return None
         t, on, nodes = online[key]
-        targets = cpulist(d["targets"])
+        targets = npvm.id_set(d["targets"])
         want = set()
         for n in targets:
             want |= nodes.get(n, set())
@@ -306,7 +295,7 @@ def placement_check(res):
             return None
         for th in threads:
             c, _, m = th.partition("/")
-            cs, ms = cpulist(c), cpulist(m)
+            cs, ms = npvm.id_set(c), npvm.id_set(m)
             if not cs or not cs <= want:
                 why.append(f"Cpus_allowed_list {c} not within {sorted(want)}")
             if ms != targets:
