@@ -13,7 +13,8 @@
  * cgroup v1 (all through libcgroup): <cpuset mount>/numaplaced/ with cpus and
  * mems copied from the root (v1 needs them set before any child can be), one
  * child per node set, "numaplaced/nodes-3-4" ("numaplaced/mem-3-4" for
- * processes whose memory only is held there), with cpuset.cpus = the CPUs,
+ * processes whose memory only is held there, "numaplaced/mem-3-on-1-3" when
+ * their threads run on nodes 1-3), with cpuset.cpus = the CPUs,
  * cpuset.mems = the nodes and cpuset.memory_migrate=0, so attaching moves no
  * page and the daemon's migration plan does the moving. v1 cpusets are per
  * thread: every thread is written to "tasks" (cgroup_attach_task_pid on each
@@ -274,10 +275,16 @@ static int cs_detect(NpCpuset *cs, char **why) {
         return 0;
 }
 
-static char *cs_cgroup_for(const NpCpuset *cs, const NpMask *nodes, bool memory_only) {
+static char *cs_cgroup_for(const NpCpuset *cs, const NpMask *nodes, bool memory_only, const NpMask *runs_on) {
         g_autofree char *list = np_mask_format(nodes);
         const char *kind = memory_only ? "mem" : "nodes";
 
+        if (memory_only && runs_on) {
+                g_autofree char *on = np_mask_format(runs_on);
+                g_autofree char *both = g_strdup_printf("%s-on-%s", list, on);
+                g_free(list);
+                list = g_steal_pointer(&both);
+        }
         g_strdelimit(list, ",", '_');
         if (strlen(list) > 200)
                 return g_strdup_printf("/%s/%s-h%08x", cs->cgroup_name, kind, g_str_hash(list));
@@ -832,8 +839,8 @@ static const char *op_variant(const NpMechanism *m) {
         return !cs ? NULL : cs->mode == NP_CGROUP_V2 ? "v2" : "v1";
 }
 
-static char *op_container_for(const NpMechanism *m, const NpMask *nodes, bool memory_only) {
-        return cs_cgroup_for(m->data, nodes, memory_only);
+static char *op_container_for(const NpMechanism *m, const NpMask *nodes, bool memory_only, const NpMask *runs_on) {
+        return cs_cgroup_for(m->data, nodes, memory_only, runs_on);
 }
 
 static int op_record(NpBackend *b, NpMechanism *m, NpStateProcess *p) {

@@ -69,8 +69,9 @@ typedef struct {
 
         /* The daemon container for a node set (stored in p->cgroup), or NULL
          * when the mechanism has none; memory_only: for processes whose
-         * memory only it holds there (their CPUs are others). Caller frees. */
-        char *(*container_for)(const NpMechanism *m, const NpMask *nodes, bool memory_only);
+         * memory only it holds there (their CPUs are those of the nodes
+         * runs_on, of every node when NULL). Caller frees. */
+        char *(*container_for)(const NpMechanism *m, const NpMask *nodes, bool memory_only, const NpMask *runs_on);
 
         /* Record the leader's original container in p (new record). 0,
          * -ESRCH when the process is gone, -EXDEV (after logging why) when

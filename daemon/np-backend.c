@@ -346,7 +346,7 @@ static int undo(NpBackend *b, NpStateProcess *p, const char *old_container, int 
 }
 
 static int confine(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *nodes, const NpMask *cpus,
-                   bool memory_only, GError **error) {
+                   bool memory_only, const NpMask *runs_on, GError **error) {
         g_autofree char *nodes_s = NULL, *cpus_s = NULL, *comm = NULL;
         g_autoptr(GError) e = NULL;
         NpMechanism *m;
@@ -442,7 +442,7 @@ static int confine(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *no
         np_mask_assign(p->nodes, nodes);
         np_mask_assign(p->cpus, cpus);
         g_free(p->cgroup);
-        p->cgroup = m->ops->container_for ? m->ops->container_for(m, nodes, memory_only) : NULL;
+        p->cgroup = m->ops->container_for ? m->ops->container_for(m, nodes, memory_only, runs_on) : NULL;
 
         /* Record before changing anything. */
         r = np_backend_save_state(b, &e);
@@ -464,18 +464,18 @@ static int confine(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *no
 
 int np_backend_confine(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *nodes, const NpMask *cpus,
                        GError **error) {
-        return confine(b, pid, starttime, nodes, cpus, false, error);
+        return confine(b, pid, starttime, nodes, cpus, false, NULL, error);
 }
 
-int np_backend_confine_memory(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *nodes, const NpMask *cpus,
-                              GError **error) {
+int np_backend_confine_memory(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *nodes, const NpMask *runs_on,
+                              const NpMask *cpus, GError **error) {
         g_return_val_if_fail(b, -EINVAL);
         if (!b->active->ops->holds_memory) {
                 g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOSYS,
                             "The %s mechanism cannot hold a process's memory to nodes", b->active->ops->name);
                 return -EOPNOTSUPP;
         }
-        return confine(b, pid, starttime, nodes, cpus, true, error);
+        return confine(b, pid, starttime, nodes, cpus, true, runs_on, error);
 }
 
 bool np_backend_holds_memory(const NpBackend *b) {

@@ -121,11 +121,13 @@ NpBackendKind np_backend_kind(const NpBackend *b);
 int np_backend_confine(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *nodes, const NpMask *cpus,
                        GError **error);
 /* np_backend_confine() for a hold of its memory only: `cpus` are the CPUs
- * it may run on anyway, and the cpuset child is "numaplaced/mem-NODES" (a
- * "nodes-" child holds the nodes' CPUs). -EOPNOTSUPP where the mechanism
- * cannot hold memory (np_backend_holds_memory()). */
-int np_backend_confine_memory(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *nodes, const NpMask *cpus,
-                              GError **error);
+ * it may run on anyway, those of the nodes `runs_on` (NULL: of every node),
+ * and the cpuset child is "numaplaced/mem-NODES", or
+ * "numaplaced/mem-NODES-on-RUNS_ON" (a "nodes-" child holds the nodes'
+ * CPUs). -EOPNOTSUPP where the mechanism cannot hold memory
+ * (np_backend_holds_memory()). */
+int np_backend_confine_memory(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *nodes, const NpMask *runs_on,
+                              const NpMask *cpus, GError **error);
 /* Can the active mechanism hold a process's memory to nodes (cpuset,
  * systemd's AllowedMemoryNodes=), not only its threads (affinity)? */
 bool np_backend_holds_memory(const NpBackend *b);

@@ -398,6 +398,7 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *
                         .kernel_churn = churn,
                         .kernel_churn_usec = churn_usec,
                         .memory_only = hold == NP_HOLD_PLACED && !advised && p->memory_only,
+                        .runs_on = hold == NP_HOLD_PLACED && !advised && p->memory_only ? p->runs_on : NULL,
                         .per_node = pages,
                         .huge_per_node = p->maps_error == 0 ? p->maps.huge_per_node : NULL,
                         .running = p->running_nodes,
@@ -472,7 +473,8 @@ static void carry_out(NpManager *m, NpProcess *p, const NpDecision *d, const cha
                         NpPlaceReason reason = p->state == NP_PROC_PLACED ? NP_PLACE_REBALANCE : NP_PLACE_POLICY;
                         log_decision(p, LOG_INFO, "Placing", why);
                         int r = d->memory_only
-                                ? np_placement_submit_memory(m, p->pid, d->nodes, reason, placed_done, NULL, &e)
+                                ? np_placement_submit_memory(m, p->pid, d->nodes, d->runs_on, reason, placed_done, NULL,
+                                                             &e)
                                 : np_placement_submit(m, p->pid, d->nodes, reason, placed_done, NULL, &e);
                         if (r < 0)
                                 log_warning("Cannot place %d (%s): %s", p->pid, p->comm, e->message);

@@ -56,8 +56,9 @@ static void confine_again(NpManager *m, NpProcess *p, const NpMask *held, const 
         g_autoptr(GError) e = NULL;
         g_autofree char *note = NULL;
 
-        int r = p->memory_only ? np_backend_confine_memory(m->backend, p->pid, p->starttime, p->target, cpus, &e)
-                               : np_backend_place(m->backend, p->pid, p->starttime, p->target, cpus, NULL, NULL, &e);
+        int r = p->memory_only
+                ? np_backend_confine_memory(m->backend, p->pid, p->starttime, p->target, p->runs_on, cpus, &e)
+                : np_backend_place(m->backend, p->pid, p->starttime, p->target, cpus, NULL, NULL, &e);
         if (r == 0 && p->memory_only)
                 r = np_backend_finish(m->backend, p->pid, p->starttime, &e);
         if (r == -ESRCH) {
@@ -131,9 +132,10 @@ unsigned np_hotplug_recheck(NpManager *m) {
                         acted++;
                         continue;
                 }
-                /* its memory only held: it may run on every CPU online */
+                /* its memory only held: it may run on the CPUs online of
+                 * the nodes it may run on (every CPU online when none) */
                 g_autoptr(NpMask) cpus =
-                        p->memory_only ? np_placement_memory_cpus(m) : np_placement_cpus_for(m, p->target);
+                        p->memory_only ? np_placement_memory_cpus(m, p->runs_on) : np_placement_cpus_for(m, p->target);
                 if (p->memory_only)
                         affected = !np_mask_equal(held_copy, cpus);
                 if (!affected && np_mask_equal(held_copy, cpus))

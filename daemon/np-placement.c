@@ -27,6 +27,7 @@ typedef struct {
         void *userdata;
         bool early; /* confined when queued (np_placement_submit()); prepare confines again */
         bool memory_only; /* its memory only (np_placement_submit_memory()) */
+        NpMask *runs_on; /* memory_only: where its threads may run, NULL = every CPU */
 } PlaceReq;
 
 static void req_free(PlaceReq *q) {
@@ -34,6 +35,7 @@ static void req_free(PlaceReq *q) {
                 return;
         np_mask_free(q->nodes);
         np_mask_free(q->from);
+        np_mask_free(q->runs_on);
         g_clear_error(&q->error);
         g_free(q);
 }
@@ -133,22 +135,25 @@ static int room_now(NpManager *m, const NpProcess *p, const NpMask *nodes, uint6
         return 0;
 }
 
-NpMask *np_placement_memory_cpus(NpManager *m) {
+NpMask *np_placement_memory_cpus(NpManager *m, const NpMask *runs_on) {
+        if (runs_on)
+                return np_placement_cpus_for(m, runs_on);
         NpMask *cpus = np_mask_copy(m->topology->all_cpus);
         drop_reserved(m, cpus); /* (ReservedCPUs= covering every CPU: all of them) */
         return cpus;
 }
 
-/* The CPUs q's process is confined to: its nodes', or every one for a hold
- * of its memory only. */
+/* The CPUs q's process is confined to: its nodes', or for a hold of its
+ * memory only those it may run on. */
 static NpMask *req_cpus(NpManager *m, const PlaceReq *q) {
-        return q->memory_only ? np_placement_memory_cpus(m) : np_placement_cpus_for(m, q->nodes);
+        return q->memory_only ? np_placement_memory_cpus(m, q->runs_on) : np_placement_cpus_for(m, q->nodes);
 }
 
 /* Confine q's process as q says (its memory only, or whole). */
 static int req_confine(NpManager *m, const PlaceReq *q, const NpMask *cpus, GError **error) {
-        return q->memory_only ? np_backend_confine_memory(m->backend, q->pid, q->starttime, q->nodes, cpus, error)
-                              : np_backend_confine(m->backend, q->pid, q->starttime, q->nodes, cpus, error);
+        return q->memory_only
+                ? np_backend_confine_memory(m->backend, q->pid, q->starttime, q->nodes, q->runs_on, cpus, error)
+                : np_backend_confine(m->backend, q->pid, q->starttime, q->nodes, cpus, error);
 }
 
 /* ---- prepare: on the main loop, when the move reaches the worker -------- */
@@ -331,6 +336,8 @@ static void record_placed(NpManager *m, PlaceReq *q, uint64_t moved, uint64_t us
                 np_manager_set_state(m, p, q->reason == NP_PLACE_MANUAL ? NP_PROC_PINNED : NP_PROC_PLACED, q->nodes,
                                      np_now_usec(CLOCK_REALTIME));
                 p->memory_only = q->memory_only;
+                np_mask_free(p->runs_on);
+                p->runs_on = q->memory_only && q->runs_on ? np_mask_copy(q->runs_on) : NULL;
                 p->stuck_bytes = stuck;
                 p->failed_bytes = failed;
                 p->failed_full = full;
@@ -554,8 +561,8 @@ void np_placement_shutdown(NpManager *m) {
                 np_mover_stop(m->mover);
 }
 
-static int submit(NpManager *m, int pid, const NpMask *nodes, bool memory_only, NpPlaceReason reason,
-                  NpPlaceDoneFn done_fn, void *userdata, GError **error) {
+static int submit(NpManager *m, int pid, const NpMask *nodes, bool memory_only, const NpMask *runs_on,
+                  NpPlaceReason reason, NpPlaceDoneFn done_fn, void *userdata, GError **error) {
         int r = check_nodes(m, nodes, error);
         if (r < 0)
                 return r;
@@ -587,6 +594,7 @@ static int submit(NpManager *m, int pid, const NpMask *nodes, bool memory_only, 
         q->reason = reason;
         q->nodes = np_mask_copy(nodes);
         q->memory_only = memory_only;
+        q->runs_on = memory_only && runs_on ? np_mask_copy(runs_on) : NULL;
         q->done = done_fn;
         q->userdata = userdata;
         np_mask_free(p->moving_to);
@@ -618,10 +626,10 @@ static int submit(NpManager *m, int pid, const NpMask *nodes, bool memory_only, 
 
 int np_placement_submit(NpManager *m, int pid, const NpMask *nodes, NpPlaceReason reason, NpPlaceDoneFn done_fn,
                         void *userdata, GError **error) {
-        return submit(m, pid, nodes, false, reason, done_fn, userdata, error);
+        return submit(m, pid, nodes, false, NULL, reason, done_fn, userdata, error);
 }
 
-int np_placement_submit_memory(NpManager *m, int pid, const NpMask *nodes, NpPlaceReason reason, NpPlaceDoneFn done_fn,
-                               void *userdata, GError **error) {
-        return submit(m, pid, nodes, true, reason, done_fn, userdata, error);
+int np_placement_submit_memory(NpManager *m, int pid, const NpMask *nodes, const NpMask *runs_on, NpPlaceReason reason,
+                               NpPlaceDoneFn done_fn, void *userdata, GError **error) {
+        return submit(m, pid, nodes, true, runs_on, reason, done_fn, userdata, error);
 }

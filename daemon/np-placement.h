@@ -57,18 +57,20 @@ void np_placement_shutdown(NpManager *m);
  * backend), NP_ERROR_MOVE_IN_PROGRESS (a move of this pid is queued or
  * running).
  */
-/* The CPUs a process whose memory only is held may run on: every CPU but
- * ReservedCPUs= (all of them when that would leave none). Caller frees. */
-NpMask *np_placement_memory_cpus(NpManager *m);
+/* The CPUs a process whose memory only is held may run on: those of the
+ * nodes runs_on (np_placement_cpus_for()), or with runs_on NULL every CPU
+ * but ReservedCPUs= (all of them when that would leave none). Caller
+ * frees. */
+NpMask *np_placement_memory_cpus(NpManager *m, const NpMask *runs_on);
 
 int np_placement_submit(NpManager *m, int pid, const NpMask *nodes, NpPlaceReason reason, NpPlaceDoneFn done,
                         void *userdata, GError **error);
 /* np_placement_submit() of its memory only: its pages move to `nodes` and
- * are held there, its threads may run on every CPU but ReservedCPUs=
+ * are held there, its threads may run on np_placement_memory_cpus(runs_on)
  * (np_backend_confine_memory()). Also NP_ERROR_NOT_SUPPORTED where the
  * backend cannot hold memory. */
-int np_placement_submit_memory(NpManager *m, int pid, const NpMask *nodes, NpPlaceReason reason, NpPlaceDoneFn done_fn,
-                               void *userdata, GError **error);
+int np_placement_submit_memory(NpManager *m, int pid, const NpMask *nodes, const NpMask *runs_on, NpPlaceReason reason,
+                               NpPlaceDoneFn done_fn, void *userdata, GError **error);
 
 /* The CPUs a process placed on `nodes` runs on: the nodes' online CPUs minus
  * ReservedCPUs (unless that leaves none, which is logged); every online CPU

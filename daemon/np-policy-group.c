@@ -110,6 +110,7 @@ void np_policy_groups_build(NpPolicyGroups *g, const NpPolicyProcess *procs, gui
                         u->cpu_per_node = own_array(g, u->cpu_per_node, sizeof(NpNodeCpu), add_cpu);
                         u->running = mask_union(g, NULL, u->running);
                         u->current = mask_union(g, NULL, u->current);
+                        u->runs_on = mask_union(g, NULL, u->runs_on);
                 }
                 if (!p->per_node)
                         u->per_node = NULL;
@@ -135,6 +136,8 @@ void np_policy_groups_build(NpPolicyGroups *g, const NpPolicyProcess *procs, gui
                 u->kernel_churn += p->kernel_churn;
                 u->kernel_churn_usec = MAX(u->kernel_churn_usec, p->kernel_churn_usec);
                 u->memory_only = u->memory_only && p->memory_only;
+                /* every CPU for the group when one member may use every CPU */
+                u->runs_on = u->runs_on && p->runs_on ? mask_union(g, u->runs_on, p->runs_on) : NULL;
                 u->stuck += p->stuck;
                 u->running = mask_union(g, u->running, p->running);
                 u->current = mask_union(g, u->current, p->current);

@@ -15,6 +15,7 @@ void np_decision_free(NpDecision *d) {
         if (!d)
                 return;
         np_mask_free(d->nodes);
+        np_mask_free(d->runs_on);
         np_reason_clear(&d->reason);
         g_free(d);
 }
@@ -261,10 +262,28 @@ static bool kernel_churns(const NpLedger *l, const NpPolicyProcess *p) {
                 (double) p->kernel_churn >= NP_POLICY_CHURN_SHARE * (double) p->mem;
 }
 
-/* p's memory (not in the ledger) goes to set, its threads stay where they
- * run; r holds the context (its code and numbers are set by the caller). */
+/* The nodes whose CPUs p's threads may use once its memory is held on set:
+ * those it is confined to (placed whole on several, or held before) and set;
+ * NULL (every CPU) when it ran where it would, or when they are every node
+ * with CPUs. */
+static NpMask *held_runs_on(const NpLedger *l, const NpPolicyProcess *p, const NpMask *set) {
+        const NpMask *on = p->memory_only ? p->runs_on : p->hold == NP_HOLD_PLACED ? p->current : NULL;
+        if (!on)
+                return NULL;
+        NpMask *m = np_mask_copy(on);
+        np_mask_or(m, set);
+        if (covers_every_cpu_node(l, m))
+                g_clear_pointer(&m, np_mask_free);
+        return m;
+}
+
+/* p's memory (not in the ledger) goes to set, its threads run on
+ * held_runs_on(); r holds the context (its code and numbers are set by the
+ * caller). */
 static NpDecision *place_memory(NpLedger *l, const NpPolicyProcess *p, NpMask *set, NpReason *r) {
+        NpMask *runs_on = held_runs_on(l, p, set);
         r->nodes = np_mask_copy(set);
+        r->runs_on = runs_on ? np_mask_copy(runs_on) : NULL;
         r->bytes = p->mem - MIN(p->mem, np_ledger_bytes_on_set(p, set));
         np_choose_distances(l, set, &r->dist_lo, &r->dist_hi);
         np_ledger_commit_memory(l, p, set);
@@ -272,6 +291,7 @@ static NpDecision *place_memory(NpLedger *l, const NpPolicyProcess *p, NpMask *s
         NpDecision *d = decision(p->pid, NP_DECISION_MOVE, set, r);
         d->order = l->moves;
         d->memory_only = true;
+        d->runs_on = runs_on;
         return d;
 }
 
@@ -298,7 +318,9 @@ static NpDecision *hold_churned(NpLedger *l, const NpPolicyProcess *p) {
 static NpDecision *keep_memory(NpLedger *l, const NpPolicyProcess *p) {
         double mem = (double) np_ledger_regular_mem(p);
         if (np_ledger_fits(l, p->current, mem, 0.0, -NP_POLICY_HYSTERESIS)) {
-                NpReason r = { .code = NP_REASON_PLACED_MEMORY, .nodes = np_mask_copy(p->current) };
+                NpReason r = { .code = NP_REASON_PLACED_MEMORY,
+                               .nodes = np_mask_copy(p->current),
+                               .runs_on = p->runs_on ? np_mask_copy(p->runs_on) : NULL };
                 np_ledger_commit_memory(l, p, p->current);
                 return decision(p->pid, NP_DECISION_KEEP, NULL, &r);
         }
@@ -316,7 +338,9 @@ static NpDecision *keep_memory(NpLedger *l, const NpPolicyProcess *p) {
         if (!set || np_mask_equal(set, p->current)) {
                 np_mask_free(set);
                 np_reason_clear(&r);
-                r = (NpReason){ .code = NP_REASON_PLACED_MEMORY, .nodes = np_mask_copy(p->current) };
+                r = (NpReason){ .code = NP_REASON_PLACED_MEMORY,
+                                .nodes = np_mask_copy(p->current),
+                                .runs_on = p->runs_on ? np_mask_copy(p->runs_on) : NULL };
                 np_ledger_commit_memory(l, p, p->current);
                 return decision(p->pid, NP_DECISION_KEEP, NULL, &r);
         }
@@ -538,6 +562,7 @@ GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPo
                         c->kind = d->kind;
                         c->order = d->order;
                         c->memory_only = d->memory_only;
+                        c->runs_on = copy_mask(d->runs_on);
                         c->nodes = copy_mask(d->nodes);
                         np_reason_copy(&c->reason, &d->reason);
                 }

@@ -101,7 +101,9 @@ typedef struct {
                                 * or its first reading) */
         uint64_t kernel_churn_usec; /* the time kernel_churn covers */
         bool memory_only; /* PLACED: only its memory is held on current, its threads run
-                           * where they may (NP_REASON_KERNEL_CHURN) */
+                           * on runs_on (NP_REASON_KERNEL_CHURN) */
+        const NpMask *runs_on; /* memory_only: the nodes whose CPUs its threads may use; NULL =
+                                * every CPU */
         const GArray *per_node; /* NpNodeBytes where its pages are; NULL = unknown */
         const GArray *huge_per_node; /* NpHugeBytes: the part of per_node in hugetlb pages, by
                                       * page size; NULL = none */
@@ -153,7 +155,9 @@ typedef struct {
          * they must be carried out in this order; a member joining its
          * group's nodes comes after all of them. 0 for KEEP and NOFIT. */
         unsigned order;
-        bool memory_only; /* MOVE: its memory only; its threads keep the CPUs they may use */
+        bool memory_only; /* MOVE: its memory only; its threads run on runs_on */
+        NpMask *runs_on; /* memory_only: the nodes whose CPUs its threads may use (the nodes it
+                          * was placed on, and `nodes`); NULL = every CPU */
         NpReason reason; /* why: np_reason_render() words it for the log and the Decision property */
 } NpDecision;
 

@@ -69,6 +69,7 @@ void np_process_free(NpProcess *p) {
                 g_hash_table_unref(p->thread_ticks);
         np_mask_free(p->target);
         np_mask_free(p->left);
+        np_mask_free(p->runs_on);
         np_mask_free(p->moving_to);
         if (p->kernel_seen)
                 g_array_unref(p->kernel_seen);
@@ -148,8 +149,10 @@ void np_process_set_state(NpProcess *p, NpProcState state, const NpMask *target,
                 np_details_age_invalidate(&p->details_age);
         if (p->state != state)
                 mark(p, NP_PROCESS_STATE);
-        if (state != NP_PROC_PLACED)
+        if (state != NP_PROC_PLACED) {
                 p->memory_only = false;
+                g_clear_pointer(&p->runs_on, np_mask_free);
+        }
         p->state = state;
         if (!masks_equal(p->target, target)) {
                 mark(p, NP_PROCESS_TARGET_NODES);

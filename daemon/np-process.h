@@ -139,8 +139,10 @@ typedef struct {
         bool failed_full; /* ... because its target was full (ENOMEM), not busy pages */
         unsigned failed_moves; /* its last moves in a row that failed on pages (the policy's back-off) */
         NpMask *moving_to; /* a move of it is queued or running to these nodes */
-        bool memory_only; /* placed: only its memory is held on target, its threads run where
-                           * they may (NP_REASON_KERNEL_CHURN) */
+        bool memory_only; /* placed: only its memory is held on target, its threads run on
+                           * runs_on (NP_REASON_KERNEL_CHURN) */
+        NpMask *runs_on; /* memory_only: the nodes whose CPUs its threads may use; NULL =
+                          * every CPU */
         bool kernel_watch; /* the policy left it to the kernel's NUMA balancing on every node,
                             * or placed it whole on several: kernel_seen is kept each scan */
         GArray *kernel_seen; /* NpKernelSeen while kernel_watch, oldest first; NULL = none */

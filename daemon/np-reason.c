@@ -9,6 +9,7 @@
 void np_reason_clear(NpReason *r) {
         np_mask_free(r->nodes);
         np_mask_free(r->on);
+        np_mask_free(r->runs_on);
         np_mask_free(r->cpus_before);
         np_mask_free(r->cpus);
         g_free(r->cgroup);
@@ -21,6 +22,7 @@ void np_reason_copy(NpReason *dst, const NpReason *src) {
         *dst = *src;
         dst->nodes = src->nodes ? np_mask_copy(src->nodes) : NULL;
         dst->on = src->on ? np_mask_copy(src->on) : NULL;
+        dst->runs_on = src->runs_on ? np_mask_copy(src->runs_on) : NULL;
         dst->cgroup = g_strdup(src->cgroup);
         dst->group = g_strdup(src->group);
         dst->cpus_before = src->cpus_before ? np_mask_copy(src->cpus_before) : NULL;
@@ -30,6 +32,16 @@ void np_reason_copy(NpReason *dst, const NpReason *src) {
 
 static char *fmt_mask(const NpMask *m) {
         return m && !np_mask_empty(m) ? np_mask_format(m) : g_strdup("-");
+}
+
+/* Where a process whose memory is held lets its threads run. */
+static void add_runs_on(GString *o, const NpReason *r) {
+        if (!r->runs_on) {
+                g_string_append(o, "its threads run where they may");
+                return;
+        }
+        g_autofree char *on = fmt_mask(r->runs_on);
+        g_string_append_printf(o, "its threads run on %s", on);
 }
 
 static void add_shortage(GString *o, const NpShortage *x) {
@@ -258,18 +270,17 @@ char *np_reason_render(const NpReason *r) {
                                        nodes, r->share * 100.0);
                 break;
         case NP_REASON_PLACED_MEMORY:
-                g_string_append_printf(o,
-                                       "its memory is held on %s, which has room, its threads run where they may "
-                                       "(the kernel's NUMA balancing moved its pages back and forth)",
-                                       nodes);
+                g_string_append_printf(o, "its memory is held on %s, which has room, ", nodes);
+                add_runs_on(o, r);
+                g_string_append(o, " (the kernel's NUMA balancing moved its pages back and forth)");
                 break;
         case NP_REASON_KERNEL_CHURN:
                 g_string_append_printf(o,
                                        "the kernel's NUMA balancing moved %.0f MiB of its %.0f MiB in the last %.0f s "
-                                       "without settling: its memory goes to %s (%.0f MiB to move), its threads run "
-                                       "where they may",
+                                       "without settling: its memory goes to %s (%.0f MiB to move), ",
                                        (double) r->kernel_moved / MIB, (double) r->mem / MIB,
                                        (double) r->window_usec / 1e6, nodes, mib);
+                add_runs_on(o, r);
                 break;
         case NP_REASON_LOCAL:
                 add_share(o, r);
@@ -312,8 +323,10 @@ char *np_reason_render(const NpReason *r) {
                 else if (r->dist_hi)
                         g_string_append_printf(o, "distances %u to %u, ", r->dist_lo, r->dist_hi);
                 g_string_append_printf(o, "%.0f MiB to move)", mib);
-                if (r->code == NP_REASON_PLACE_MEMORY)
-                        g_string_append(o, ", its threads run where they may");
+                if (r->code == NP_REASON_PLACE_MEMORY) {
+                        g_string_append(o, ", ");
+                        add_runs_on(o, r);
+                }
                 if (r->alone.kind != NP_SHORT_NONE) {
                         g_string_append_printf(o, "; %u alone is too small (", r->alone_node);
                         add_shortage(o, &r->alone);

@@ -112,6 +112,8 @@ typedef struct {
         int member; /* FOREIGN in a group: the member someone else narrowed, 0 = itself */
         NpMask *nodes; /* the code's nodes (owned, may be NULL) */
         NpMask *on; /* LOCAL, SHARE: where it runs; CROWDED: where it is placed (owned) */
+        NpMask *runs_on; /* KERNEL_CHURN, PLACE_MEMORY, PLACED_MEMORY: the nodes its threads
+                          * may run on (owned); NULL = every CPU */
         double share; /* LOCAL, SHARE: its memory on `on`; PLACED_REST: on `nodes` (0..1) */
         double kernel_before; /* KERNEL_MOVING: that share at the numa_maps read before */
         uint64_t kernel_moved; /* KERNEL_BEGAN: bytes of it the kernel moved so far; KERNEL_CHURN:

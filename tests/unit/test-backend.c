@@ -417,8 +417,10 @@ static void test_cpuset_release_all(Fixture *f, gconstpointer data) {
 }
 
 /* A hold of a process's memory only lives in its own child, "mem-0" with
- * every CPU, beside "nodes-0" with node 0's: neither changes the other's
- * CPUs; both are put back. The affinity mechanism cannot hold memory. */
+ * every CPU, beside "nodes-0" with node 0's, and a hold whose threads run on
+ * given nodes in "mem-0-on-NODES" with the CPUs given: none changes the
+ * others' CPUs; all are put back. The affinity mechanism cannot hold
+ * memory. */
 static void test_cpuset_memory_only(Fixture *f, gconstpointer data) {
         g_autoptr(NpBackend) b = cpuset_backend_or_skip(f);
         g_autoptr(GError) e = NULL;
@@ -430,34 +432,45 @@ static void test_cpuset_memory_only(Fixture *f, gconstpointer data) {
                 return;
         }
         g_assert_true(np_backend_holds_memory(b));
-        pid_t p1 = spawn_helper(), p2 = spawn_helper();
-        g_autoptr(GHashTable) orig1 = snapshot(p1, true), orig2 = snapshot(p2, true);
-        g_autoptr(NpMask) nodes = mask("0"), cpus = mask("0"), all = mask("0-1");
+        pid_t p1 = spawn_helper(), p2 = spawn_helper(), p3 = spawn_helper();
+        g_autoptr(GHashTable) orig1 = snapshot(p1, true), orig2 = snapshot(p2, true), orig3 = snapshot(p3, true);
+        g_autoptr(NpMask) nodes = mask("0"), cpus = mask("0"), all = mask("0-1"), one = mask("1");
         g_assert_cmpint(np_backend_place(b, p1, starttime_of(p1), nodes, cpus, NULL, NULL, &e), ==, 0);
         g_assert_no_error(e);
-        g_assert_cmpint(np_backend_confine_memory(b, p2, starttime_of(p2), nodes, all, &e), ==, 0);
+        g_assert_cmpint(np_backend_confine_memory(b, p2, starttime_of(p2), nodes, NULL, all, &e), ==, 0);
         g_assert_cmpint(np_backend_finish(b, p2, starttime_of(p2), &e), ==, 0);
         g_assert_no_error(e);
-        g_autofree char *cg1 = cpuset_of(p1, p1), *cg2 = cpuset_of(p2, p2);
+        /* its threads on "node 0", here CPU 1 */
+        g_assert_cmpint(np_backend_confine_memory(b, p3, starttime_of(p3), nodes, nodes, one, &e), ==, 0);
+        g_assert_cmpint(np_backend_finish(b, p3, starttime_of(p3), &e), ==, 0);
+        g_assert_no_error(e);
+        g_autofree char *cg1 = cpuset_of(p1, p1), *cg2 = cpuset_of(p2, p2), *cg3 = cpuset_of(p3, p3);
         g_autofree char *want1 = g_strdup_printf("/%s/nodes-0", cg_name),
-                        *want2 = g_strdup_printf("/%s/mem-0", cg_name);
+                        *want2 = g_strdup_printf("/%s/mem-0", cg_name),
+                        *want3 = g_strdup_printf("/%s/mem-0-on-0", cg_name);
         g_assert_cmpstr(cg1, ==, want1);
         g_assert_cmpstr(cg2, ==, want2);
+        g_assert_cmpstr(cg3, ==, want3);
         g_autofree char *allowed1 = status_field(p1, p1, "Cpus_allowed_list"),
-                        *allowed2 = status_field(p2, p2, "Cpus_allowed_list");
-        g_autofree char *mems2 = status_field(p2, p2, "Mems_allowed_list");
+                        *allowed2 = status_field(p2, p2, "Cpus_allowed_list"),
+                        *allowed3 = status_field(p3, p3, "Cpus_allowed_list");
+        g_autofree char *mems2 = status_field(p2, p2, "Mems_allowed_list"),
+                        *mems3 = status_field(p3, p3, "Mems_allowed_list");
         g_assert_cmpstr(allowed1, ==, "0");
         g_assert_cmpstr(allowed2, ==, "0-1");
+        g_assert_cmpstr(allowed3, ==, "1");
         g_assert_cmpstr(mems2, ==, "0");
+        g_assert_cmpstr(mems3, ==, "0");
         g_assert_cmpint(np_backend_release_all(b), ==, 0);
-        g_autoptr(GHashTable) after1 = snapshot(p1, true), after2 = snapshot(p2, true);
+        g_autoptr(GHashTable) after1 = snapshot(p1, true), after2 = snapshot(p2, true), after3 = snapshot(p3, true);
         assert_snapshot_equal(orig1, after1);
         assert_snapshot_equal(orig2, after2);
+        assert_snapshot_equal(orig3, after3);
 
         g_autoptr(NpBackend) a = np_backend_new_full(NP_BACKEND_AFFINITY, f->runtime_dir, cg_name, &e);
         g_assert_no_error(e);
         g_assert_false(np_backend_holds_memory(a));
-        g_assert_cmpint(np_backend_confine_memory(a, p2, starttime_of(p2), nodes, all, &e), ==, -EOPNOTSUPP);
+        g_assert_cmpint(np_backend_confine_memory(a, p2, starttime_of(p2), nodes, NULL, all, &e), ==, -EOPNOTSUPP);
         g_assert_nonnull(e);
         g_assert_false(np_backend_holds(a, p2));
 }

@@ -1597,7 +1597,7 @@ static void test_kernel_churn(void) {
 
         /* placed whole on 1-3 by its CPU use (its threads then ran on three
          * nodes), the kernel moving its pages among them: its memory held on
-         * the node with most of it, its threads on every CPU */
+         * the node with most of it, 0, its threads on 1-3 and 0: every CPU */
         numa02(&m, 1 * GiB);
         m.procs[0].hold = NP_HOLD_PLACED;
         m.procs[0].current = mask(&m, "1-3");
@@ -1606,11 +1606,30 @@ static void test_kernel_churn(void) {
         g_autoptr(GPtrArray) pl = decide(&m);
         assert_move(pl, 0, "0");
         g_assert_true(dec(pl, 0)->memory_only);
+        g_assert_null(dec(pl, 0)->runs_on);
         g_assert_cmpint(why(pl, 0)->code, ==, NP_REASON_KERNEL_CHURN);
         m.procs[0].kernel_churn = 0;
         g_autoptr(GPtrArray) pl2 = decide(&m);
         g_assert_false(dec(pl2, 0)->memory_only);
         g_assert_cmpint(why(pl2, 0)->code, !=, NP_REASON_KERNEL_CHURN);
+        machine_clear(&m);
+
+        /* placed whole on 0-2: its memory held on 0, its threads stay on
+         * 0-2, where numaplaced alone would keep them (not on every CPU:
+         * fewer of them would run beside their memory) */
+        numa02(&m, 1 * GiB);
+        m.procs[0].hold = NP_HOLD_PLACED;
+        m.procs[0].current = mask(&m, "0-2");
+        m.procs[0].running = mask(&m, "0-2");
+        m.procs[0].since_move_usec = 100 * G_USEC_PER_SEC;
+        g_autoptr(GPtrArray) pn = decide(&m);
+        assert_move(pn, 0, "0");
+        g_assert_true(dec(pn, 0)->memory_only);
+        g_autofree char *runs = np_mask_format(dec(pn, 0)->runs_on);
+        g_assert_cmpstr(runs, ==, "0-2");
+        g_assert_cmpstr(why_of(dec(pn, 0)), ==,
+                        "the kernel's NUMA balancing moved 1024 MiB of its 320 MiB in the last 24 s without "
+                        "settling: its memory goes to 0 (210 MiB to move), its threads run on 0-2");
         machine_clear(&m);
 
         /* the node with the most of its pages is full: the next most */
@@ -1624,7 +1643,9 @@ static void test_kernel_churn(void) {
 
 /* Its memory held (memory_only, placed): it stays while its node has room
  * for its memory, whatever its threads' CPU use there; crowded, its memory
- * goes where there is room, still without its threads. */
+ * goes where there is room, still without its threads; with its threads
+ * kept on nodes (runs_on), the Decision names them, and a node its memory
+ * goes to joins them. */
 static void test_kernel_churn_held(void) {
         Machine m;
         NpPolicyProcess *p = numa02(&m, 0);
@@ -1655,6 +1676,27 @@ static void test_kernel_churn_held(void) {
         g_assert_true(g_str_has_prefix(text, "its memory is held on 0, which is now crowded (memory: "));
         g_assert_true(g_str_has_suffix(text, " MiB to move), its threads run where they may"));
         g_assert_nonnull(strstr(text, "): its memory goes to "));
+        g_assert_null(dec(e, 0)->runs_on);
+
+        /* its threads kept on 0-1 */
+        m.nodes[0].mem_free += 700 * MiB;
+        p->runs_on = mask(&m, "0-1");
+        g_autoptr(GPtrArray) k = decide(&m);
+        assert_keep(k, 0, NP_REASON_PLACED_MEMORY);
+        g_assert_cmpstr(why_of(dec(k, 0)), ==,
+                        "its memory is held on 0, which has room, its threads run on 0-1 (the kernel's NUMA "
+                        "balancing moved its pages back and forth)");
+        m.nodes[0].mem_free -= 700 * MiB;
+        g_autoptr(GPtrArray) c = decide(&m);
+        g_assert_cmpint(dec(c, 0)->kind, ==, NP_DECISION_MOVE);
+        g_assert_true(dec(c, 0)->memory_only);
+        g_assert_cmpuint(np_mask_weight(dec(c, 0)->nodes), ==, 1);
+        g_autoptr(NpMask) want = np_mask_copy(p->runs_on);
+        np_mask_or(want, dec(c, 0)->nodes);
+        g_assert_true(np_mask_equal(dec(c, 0)->runs_on, want));
+        g_autofree char *want_s = np_mask_format(want), *suffix = g_strdup_printf("its threads run on %s", want_s);
+        g_autofree char *ctext = g_strdup(why_of(dec(c, 0)));
+        g_assert_true(g_str_has_suffix(ctext, suffix));
         machine_clear(&m);
 }
 

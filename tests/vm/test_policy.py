@@ -38,7 +38,9 @@ node, cgroup v1), at default settings unless a scenario says otherwise.
               first touched on node 0; the kernel moves its pages after
               threads the scheduler keeps moving. The daemon holds its
               memory on one node (cpuset mem-N: Mems_allowed that node,
-              every CPU allowed), >= 95% of its pages there, the Decision
+              every CPU allowed; mem-N-on-NODES, those nodes' CPUs, when
+              it was placed whole on them before), >= 95% of its pages
+              there, the Decision
               says what the kernel moved; 30 s steady: at most 1% of
               its memory moved (the kernel's counters printed)
   late        one busy process started once the machine was quiet long
@@ -509,7 +511,8 @@ def check_interleave_nb(t, res):
 # its own slice of 320 MB first touched on node 0. On four one-CPU nodes the
 # scheduler keeps moving the threads and the kernel's balancing their pages
 # after them (about 1.1 GB a minute here, tests/bench/README.md): the daemon
-# holds its memory on one node and leaves its threads on every CPU.
+# holds its memory on one node and leaves its threads on every CPU, or on the
+# nodes it had placed the process on before.
 NUMA02_SCRIPT = r"""
 np_result nb $(cat /proc/sys/kernel/numa_balancing)
 slow_logged() { logged "$@" && return 0; sleep 0.9; return 1; }
@@ -536,6 +539,7 @@ np_result a.cpus $(awk '/^Cpus_allowed_list/ { print $2 }' /proc/$a/status)
 np_result a.mems $(awk '/^Mems_allowed_list/ { print $2 }' /proc/$a/status)
 np_result a.cgroup $(cgroup_of $a)
 np_result all.cpus $(cat /sys/devices/system/cpu/online)
+for n in /sys/devices/system/node/node[0-9]*; do np_result node.cpus ${n##*node} $(cat $n/cpulist); done
 kb a.after $a
 # (within MinSecondsBetweenMoves=30 of its move the Decision says only
 # "moved N s ago")
@@ -560,8 +564,21 @@ def check_numa02_nb(t, res):
     t.check(res.get("placed.timeout") is None, "numa02-nb: its memory moved")
     mems = res.get("a.mems") or ""
     t.check(re.fullmatch(r"[0-9]+", mems) is not None, f"numa02-nb: its memory held on one node ({mems!r})")
-    t.eq(res.get("a.cpus"), res.get("all.cpus"), "numa02-nb: its threads may run on every CPU")
-    t.eq(res.get("a.cgroup"), f"/numaplaced/mem-{mems}", "numa02-nb: in the daemon's memory-only cpuset")
+    # placed whole on some nodes before, its threads stay on those and the
+    # memory's node; else on every CPU
+    held = next((x for x in reversed(placing) if "without settling" in x), "")
+    m = re.search(r"its threads run on ([0-9,-]+)", held)
+    if m:
+        node_cpus = dict(x.split(None, 1) for x in res.all("node.cpus"))
+        want = sorted(c for n in npvm.id_set(m.group(1)) for c in npvm.id_set(node_cpus.get(str(n), "")))
+        t.eq(sorted(npvm.id_set(res.get("a.cpus") or "")), want,
+             f"numa02-nb: its threads may run on the CPUs of nodes {m.group(1)}")
+        t.eq(res.get("a.cgroup"), f"/numaplaced/mem-{mems}-on-{m.group(1).replace(',', '_')}",
+             "numa02-nb: in the daemon's memory-only cpuset for those nodes")
+    else:
+        t.check("its threads run where they may" in held, f"numa02-nb: the hold says where its threads run ({held!r})")
+        t.eq(res.get("a.cpus"), res.get("all.cpus"), "numa02-nb: its threads may run on every CPU")
+        t.eq(res.get("a.cgroup"), f"/numaplaced/mem-{mems}", "numa02-nb: in the daemon's memory-only cpuset")
     share = local_share(res.node_kb("a.after"), int(mems)) if mems.isdigit() else 0.0
     t.check(share >= 0.95, f"numa02-nb: {share:.1%} of its pages on node {mems}")
     steady = res.int("steady.pgmigrate")
