@@ -247,6 +247,9 @@ def run_one(args, scenario, way):
                              if out["move_cpu_s"] is not None and out["migrated_mb"] > 0 else None)
     out["numad_log"] = res.all("numad.log")
     out["decisions"] = res.all("decision")
+    # what numaplaced decided and did, from its log (np_stop_numaplaced)
+    out["log"] = [x for x in res.all("numaplaced.log")
+                  if any(k in x for k in ("Placing ", "Placed ", "Not moving", "Not deciding", "Not placing"))]
     return out
 
 
