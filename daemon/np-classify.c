@@ -217,6 +217,13 @@ int np_classify_update(NpManager *m, NpProcess *p) {
          * not one whose group's memory.numa_stat says that every scan */
         if (sig && !p->pages_from_group && kernel_moving(m, p) && p->cpu_ticks != p->maps_age.cpu_ticks)
                 np_maps_age_invalidate(&p->maps_age);
+        /* one read while it started (allocating its memory, then perhaps
+         * setting its policy back to the default), before its CPU use was
+         * measured: read again at the scan that measures it, which decides
+         * it, so that the policy sees its pages and their policy as they are
+         * once it runs */
+        if (sig && !p->pages_from_group && p->maps_age.valid && p->maps_age.starting && np_process_cpu_settled(p))
+                np_maps_age_invalidate(&p->maps_age);
         if (sig && np_process_refresh(p, m->topology, m->proc_table, m->config->locality_refresh_scans) < 0)
                 return -ESRCH;
         /* a candidate not measured yet whose pages the kernel's balancing

@@ -25,6 +25,7 @@ void np_maps_age_read(NpMapsAge *a, uint64_t rss_bytes, uint64_t cpu_ticks, uint
         a->cpu_ticks = cpu_ticks;
         a->scans = 0;
         a->read_usec = realtime_usec;
+        a->starting = false;
 }
 
 void np_maps_age_scan(NpMapsAge *a) {

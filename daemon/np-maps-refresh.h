@@ -8,7 +8,10 @@
  * 1 GB process with 4 kB pages about 3 ms of the daemon's CPU, during which
  * the target's own mmap/munmap calls wait. So the manager reads it only when
  * it can have changed in a way that matters:
- *  - when the process becomes significant (or has never been read);
+ *  - when the process becomes significant (or has never been read), and
+ *    once more at the scan that first measures its CPU use, when it was
+ *    read before (while it started: allocating its memory, setting its
+ *    policy; the policy decides it at that scan, np-classify.c);
  *  - when its resident memory changed by more than NP_MAPS_RSS_CHANGE_PERCENT
  *    since the last read (either way);
  *  - otherwise when the last read is max_scans scans old (LocalityRefreshScans=)
@@ -49,6 +52,8 @@ typedef struct {
         uint64_t cpu_ticks; /* its utime+stime when it was read */
         unsigned scans; /* scans since it was read */
         uint64_t read_usec; /* CLOCK_REALTIME of the read (LocalityTimestamp), 0 = never */
+        bool starting; /* read before its CPU use was measured (set by the caller after
+                        * np_maps_age_read(), which clears it) */
 } NpMapsAge;
 
 typedef enum {
@@ -67,7 +72,8 @@ NpMapsDue np_maps_refresh_due(const NpMapsAge *a, uint64_t rss_bytes, uint64_t c
                               bool settled);
 
 /* numa_maps was read now (by the manager, or by the mover around a move):
- * valid, scans 0, rss_bytes, cpu_ticks and read_usec recorded. */
+ * valid, scans 0, rss_bytes, cpu_ticks and read_usec recorded, starting
+ * cleared. */
 void np_maps_age_read(NpMapsAge *a, uint64_t rss_bytes, uint64_t cpu_ticks, uint64_t realtime_usec);
 
 /* A scan passed without reading it. */

@@ -604,6 +604,7 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsi
                 if (np_process_memory_bytes(p) != mem_before)
                         mark(p, NP_PROCESS_MEMORY_BYTES);
                 np_maps_age_read(&p->maps_age, np_process_scan_memory(p), p->cpu_ticks, realtime_usec());
+                p->maps_age.starting = !np_process_cpu_settled(p);
         }
 
         if (details) {

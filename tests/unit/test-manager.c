@@ -361,6 +361,52 @@ static void test_followup(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(f->m->scan_interval_usec, ==, c->scan_interval_usec);
 }
 
+/* A newcomer read while it started, its memory still under the interleave
+ * policy it was allocated with, sets the policy back to the default before
+ * its follow-up scan: numa_maps is read again there, at the same resident
+ * memory, and the policy decides on the default policy (the kernel's NUMA
+ * balancing can move it), not on the interleave policy it had at first
+ * sight; a later scan keeps the read (the age rule). */
+static void test_newcomer_read_again(Fixture *f, gconstpointer data) {
+        g_autofree char *maps = fixture_path(f, "proc/4242/numa_maps");
+        f->m->config->mode = NP_MODE_ADVISE;
+        f->m->config->min_process_cpu = 0.3;
+        const char *interleaved = "7f3a00000000 interleave:0-3 anon=262144 dirty=262144 N0=65536 N1=65536 N2=65536 "
+                                  "N3=65536 kernelpagesize_kB=4\n";
+        g_assert_true(g_file_set_contents(maps, interleaved, -1, NULL));
+        /* seen 1.19 s after its start (204.81 s): its CPU guessed from its
+         * life so far, significant at once */
+        g_autofree char *uptime = fixture_path(f, "proc/uptime");
+        g_assert_true(g_file_set_contents(uptime, "206.00 100.00\n", -1, NULL));
+        unsigned utime = 100;
+        set_stat(f, utime, 262144);
+        scan_and_decide(f);
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+        g_assert_true(p->significant);
+        g_assert_false(np_process_cpu_settled(p));
+        g_assert_cmpuint(p->maps.balanced_bytes, ==, 0);
+        g_assert_true(p->maps_age.starting);
+        unsigned reads = p->maps_reads;
+        /* its policy reset, its pages where they were */
+        g_autofree char *reset = g_strdup(interleaved);
+        memcpy(strstr(reset, "interleave:0-3"), "default       ", strlen("interleave:0-3"));
+        g_assert_true(g_file_set_contents(maps, reset, -1, NULL));
+        set_stat(f, utime += one_cpu_ticks(), 262144);
+        scan_and_decide(f);
+        g_assert_true(np_process_cpu_settled(p));
+        g_assert_cmpuint(p->maps_reads, ==, reads + 1);
+        g_assert_false(p->maps_age.starting);
+        g_assert_cmpuint(p->maps.balanced_bytes, ==, p->maps.total_bytes);
+        g_assert_cmpint(p->state, ==, NP_PROC_ADVISED);
+        g_assert_null(strstr(p->decision, "interleaved"));
+        g_assert_nonnull(strstr(p->decision, "the kernel's NUMA balancing"));
+        f->m->config->locality_refresh_scans = 100;
+        set_stat(f, utime += one_cpu_ticks(), 262144);
+        scan_and_decide(f);
+        g_assert_cmpuint(p->maps_reads, <=, reads + 2);
+}
+
 /* With the kernel's NUMA balancing on, a significant process it can make
  * local (the default policy) and that is not local is read every scan it
  * runs, so the policy sees whether the kernel is getting it there; with
@@ -452,6 +498,13 @@ static void test_settled_memory(Fixture *f, gconstpointer data) {
         g_assert_nonnull(p);
         g_assert_true(p->significant);
         g_assert_cmpuint(p->maps_age.scans, ==, 0);
+        /* read before its CPU use was measured: read again at the scan that
+         * measures it (test_newcomer_read_again) */
+        g_assert_true(p->maps_age.starting);
+        set_utime(f, utime += 100);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
+        g_assert_cmpuint(p->maps_age.scans, ==, 0);
+        g_assert_false(p->maps_age.starting);
         unsigned max = f->m->config->locality_refresh_scans;
         for (unsigned i = 0; i < 2 * max; i++) {
                 set_utime(f, utime += 100);
@@ -1418,6 +1471,7 @@ int main(int argc, char **argv) {
         ADD("/manager/setters-record-changes", "2node", test_setters_record_changes);
         ADD("/manager/young-process-cpu", "2node", test_young_process_cpu);
         ADD("/manager/followup", "2node", test_followup);
+        ADD("/manager/newcomer-read-again", "4node", test_newcomer_read_again);
         ADD("/manager/round-waits-for-newcomer", "4node", test_round_waits_for_newcomer);
         ADD("/manager/round-wait-bounded", "4node", test_round_wait_bounded);
         ADD("/manager/round-fits-one", "4node", test_round_fits_one);
