@@ -666,15 +666,24 @@ static gint by_order(gconstpointer a, gconstpointer b, gpointer data) {
 }
 
 /* The candidate a decision would spread over several nodes for want of
- * memory on the node with most of its pages, a want that `newcomer_bytes`
- * (processes waiting for their follow-up, whose pages may be about to
- * leave) could make up; NULL when there is none. */
-static const NpProcess *squeezed_by_newcomers(const Snapshot *s, const GPtrArray *decisions, uint64_t newcomer_bytes) {
-        for (guint i = 0; newcomer_bytes && i < decisions->len; i++) {
+ * memory on the node with most of its pages, a want that the newcomers
+ * (*newcomer_bytes: processes waiting for their follow-up, whose pages may
+ * be about to leave; this round's own are added to it) could make up; NULL
+ * when there is none. */
+static const NpProcess *squeezed_by_newcomers(const Snapshot *s, const GPtrArray *decisions, uint64_t *newcomer_bytes) {
+        /* the candidates the kernel's balancing has begun to move, which
+         * the scan counted as decided at first sight, but which this round
+         * leaves for their follow-up (no single node holds them yet) */
+        for (guint i = 0; i < decisions->len; i++) {
+                const NpDecision *d = decisions->pdata[i];
+                if (d->kind == NP_DECISION_KEEP && d->reason.code == NP_REASON_CPU_UNMEASURED_SPREAD)
+                        *newcomer_bytes += s->procs[i].mem;
+        }
+        for (guint i = 0; *newcomer_bytes && i < decisions->len; i++) {
                 const NpDecision *d = decisions->pdata[i];
                 const NpShortage *a = &d->reason.alone;
                 if (d->kind == NP_DECISION_MOVE && a->kind == NP_SHORT_MEMORY &&
-                    a->others + a->its - a->capacity <= (double) newcomer_bytes)
+                    a->others + a->its - a->capacity <= (double) *newcomer_bytes)
                         return s->cands->pdata[i];
         }
         return NULL;
@@ -695,15 +704,15 @@ void np_decide_run(NpManager *m) {
         g_auto(Snapshot) s = { 0 };
         snapshot(m, &s);
         g_autoptr(GPtrArray) decisions = np_policy_decide(s.nodes, s.n_nodes, s.procs, s.n_procs, &s.params);
-        const NpProcess *squeezed = m->rounds_deferred < NP_DECIDE_WAIT_ROUNDS
-                ? squeezed_by_newcomers(&s, decisions, m->awaiting_bytes)
-                : NULL;
+        uint64_t newcomers = m->awaiting_bytes;
+        const NpProcess *squeezed =
+                m->rounds_deferred < NP_DECIDE_WAIT_ROUNDS ? squeezed_by_newcomers(&s, decisions, &newcomers) : NULL;
         if (squeezed) {
                 m->rounds_deferred++;
                 log_info("Not deciding in scan %" G_GUINT64_FORMAT ": %d (%s) would be spread over several nodes "
                          "for want of memory, and processes starting beside it (%.0f MiB) are measured at the "
                          "follow-up scan",
-                         m->scans, squeezed->pid, squeezed->comm, (double) m->awaiting_bytes / (1 << 20));
+                         m->scans, squeezed->pid, squeezed->comm, (double) newcomers / (1 << 20));
                 return;
         }
         m->rounds_deferred = 0;

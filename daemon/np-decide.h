@@ -16,7 +16,8 @@
  * where they are now, on nodes they may be about to leave. It carries out
  * nothing and decides again at the follow-up, with them measured. One the
  * kernel's balancing has begun to move (decided at first sight) holds
- * nothing back. A round waits NP_DECIDE_WAIT_ROUNDS in a row at most:
+ * nothing back, unless the round leaves it for its follow-up too (no single
+ * node holds it yet). A round waits NP_DECIDE_WAIT_ROUNDS in a row at most:
  * processes that keep arriving do not hold the others back for longer.
  *
  * A Groups= cgroup group's pages per node are its cgroup's memory.numa_stat

@@ -1422,6 +1422,39 @@ static void test_round_waits_for_newcomer(Fixture *f, gconstpointer data) {
         g_assert_nonnull(strstr(p->decision, "2 alone is too small (memory"));
 }
 
+/* A newcomer the kernel's balancing has begun to move is decided at first
+ * sight where one node holds it; where none does (here: its CPU use so far,
+ * its start, needs several), the round leaves it for its follow-up, and it
+ * holds back a process that would be spread for want of the memory it holds
+ * as a newcomer waiting for its follow-up does. */
+static void test_round_waits_for_kernel_newcomer(Fixture *f, gconstpointer data) {
+        unsigned utime;
+        NpProcess *p = first_sight(f, true, &utime);
+        g_assert_false(p->significant);
+
+        /* 4343 (1 GiB) seen 1.19 s after its start (204.81 s), 10 s of CPU
+         * so far, the kernel has moved 39 MiB of it */
+        clone_bigdb(f, 4343);
+        g_autofree char *uptime = fixture_path(f, "proc/uptime");
+        g_assert_true(g_file_set_contents(uptime, "206.00 100.00\n", -1, NULL));
+        g_autofree char *task = fixture_path(f, "proc/4343/task/4343");
+        g_assert_cmpint(g_mkdir_with_parents(task, 0755), ==, 0);
+        g_autofree char *sched = g_build_filename(task, "sched", NULL);
+        g_assert_true(g_file_set_contents(sched, "numa_pages_migrated : 10000\n", -1, NULL));
+        set_stat(f, utime += one_cpu_ticks(), 262144);
+        scan_and_decide(f);
+        NpProcess *q = np_manager_process(f->m, 4343);
+        g_assert_nonnull(q);
+        g_assert_true(q->significant);
+        g_assert_false(np_process_cpu_settled(q));
+        g_assert_cmpuint(q->kernel_migrated_bytes, ==, 10000ull * (uint64_t) sysconf(_SC_PAGESIZE));
+        g_assert_cmpuint(f->m->awaiting_bytes, ==, 0); /* the scan took it for decided at first sight */
+        g_assert_true(p->significant);
+        g_assert_cmpuint(f->m->rounds_deferred, ==, 1);
+        g_assert_cmpint(p->state, ==, NP_PROC_OBSERVED);
+        g_assert_null(p->target);
+}
+
 /* Newcomers that keep arriving hold a process that needs their memory
  * back NP_DECIDE_WAIT_ROUNDS rounds at most. */
 static void test_round_wait_bounded(Fixture *f, gconstpointer data) {
@@ -1473,6 +1506,7 @@ int main(int argc, char **argv) {
         ADD("/manager/followup", "2node", test_followup);
         ADD("/manager/newcomer-read-again", "4node", test_newcomer_read_again);
         ADD("/manager/round-waits-for-newcomer", "4node", test_round_waits_for_newcomer);
+        ADD("/manager/round-waits-for-kernel-newcomer", "4node", test_round_waits_for_kernel_newcomer);
         ADD("/manager/round-wait-bounded", "4node", test_round_wait_bounded);
         ADD("/manager/round-fits-one", "4node", test_round_fits_one);
         ADD("/manager/kernel-watch", "4node", test_kernel_watch);
