@@ -117,6 +117,11 @@ static bool kernel_moving(const NpManager *m, const NpProcess *p) {
                 fabs(p->locality - p->locality_prev) >= NP_KERNEL_SETTLED_LOCALITY;
 }
 
+bool np_classify_kernel_began(const NpManager *m, const NpProcess *p) {
+        return p->significant && np_manager_kernel_balancing(m) && !np_process_cpu_settled(p) &&
+                (double) p->kernel_migrated_bytes >= NP_POLICY_KERNEL_BEGAN * (double) np_process_scan_memory(p);
+}
+
 uint64_t np_classify_member_floor(const NpManager *m) {
         return m->config->min_process_memory / NP_GROUP_MEMBER_SHARE;
 }

@@ -62,6 +62,11 @@ void np_classify_groups(NpManager *m, GPtrArray *procs);
  * an excluded one no longer is. */
 void np_classify_exclusion(NpManager *m, NpProcess *p);
 
+/* Is p a significant process whose CPU use is not measured yet and whose
+ * pages the kernel's NUMA balancing has begun to move (NP_POLICY_KERNEL_BEGAN
+ * of its memory)? The policy may decide it at first sight (np-policy.h). */
+bool np_classify_kernel_began(const NpManager *m, const NpProcess *p);
+
 /* Classify p again (exclusion, then significance, with hysteresis) and
  * read its details (np_process_refresh()) when it is significant.
  * 0, or -ESRCH when it vanished while being read. */

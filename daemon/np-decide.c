@@ -670,13 +670,15 @@ static gint by_order(gconstpointer a, gconstpointer b, gpointer data) {
  * (*newcomer_bytes: processes waiting for their follow-up, whose pages may
  * be about to leave; this round's own are added to it) could make up; NULL
  * when there is none. */
-static const NpProcess *squeezed_by_newcomers(const Snapshot *s, const GPtrArray *decisions, uint64_t *newcomer_bytes) {
-        /* the candidates the kernel's balancing has begun to move, which
-         * the scan counted as decided at first sight, but which this round
-         * leaves for their follow-up (no single node holds them yet) */
+static const NpProcess *squeezed_by_newcomers(NpManager *m, const Snapshot *s, const GPtrArray *decisions,
+                                              uint64_t *newcomer_bytes) {
+        /* the candidates the kernel's balancing has begun to move, which the
+         * scan left out as decided at first sight, but which this round
+         * keeps where they are for their follow-up (no single node holds
+         * them yet, or they still touch their memory) */
         for (guint i = 0; i < decisions->len; i++) {
                 const NpDecision *d = decisions->pdata[i];
-                if (d->kind == NP_DECISION_KEEP && d->reason.code == NP_REASON_CPU_UNMEASURED_SPREAD)
+                if (d->kind == NP_DECISION_KEEP && np_classify_kernel_began(m, s->cands->pdata[i]))
                         *newcomer_bytes += s->procs[i].mem;
         }
         for (guint i = 0; *newcomer_bytes && i < decisions->len; i++) {
@@ -706,7 +708,7 @@ void np_decide_run(NpManager *m) {
         g_autoptr(GPtrArray) decisions = np_policy_decide(s.nodes, s.n_nodes, s.procs, s.n_procs, &s.params);
         uint64_t newcomers = m->awaiting_bytes;
         const NpProcess *squeezed =
-                m->rounds_deferred < NP_DECIDE_WAIT_ROUNDS ? squeezed_by_newcomers(&s, decisions, &newcomers) : NULL;
+                m->rounds_deferred < NP_DECIDE_WAIT_ROUNDS ? squeezed_by_newcomers(m, &s, decisions, &newcomers) : NULL;
         if (squeezed) {
                 m->rounds_deferred++;
                 log_info("Not deciding in scan %" G_GUINT64_FORMAT ": %d (%s) would be spread over several nodes "

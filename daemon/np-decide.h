@@ -16,8 +16,9 @@
  * where they are now, on nodes they may be about to leave. It carries out
  * nothing and decides again at the follow-up, with them measured. One the
  * kernel's balancing has begun to move (decided at first sight) holds
- * nothing back, unless the round leaves it for its follow-up too (no single
- * node holds it yet). A round waits NP_DECIDE_WAIT_ROUNDS in a row at most:
+ * nothing back, unless the round keeps it where it is for its follow-up too
+ * (no single node holds it yet, or it still touches its memory). A round
+ * waits NP_DECIDE_WAIT_ROUNDS in a row at most:
  * processes that keep arriving do not hold the others back for longer.
  *
  * A Groups= cgroup group's pages per node are its cgroup's memory.numa_stat

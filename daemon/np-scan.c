@@ -175,11 +175,10 @@ static bool wants_followup(const NpManager *m, const NpProcess *p) {
 
 /* May p, waiting for its follow-up, hold the decision round back
  * (np-decide.h)? Not when it is a candidate the kernel's NUMA balancing has
- * begun to move: that one is decided at first sight (np-policy.h,
- * NP_POLICY_KERNEL_BEGAN). */
+ * begun to move: the policy may decide that one at first sight (np-decide.c
+ * counts it when the round keeps it after all). */
 static bool holds_round(const NpManager *m, const NpProcess *p) {
-        return !p->significant || !np_manager_kernel_balancing(m) ||
-                (double) p->kernel_migrated_bytes < NP_POLICY_KERNEL_BEGAN * (double) np_process_scan_memory(p);
+        return !np_classify_kernel_began(m, p);
 }
 
 /* Mark the processes that want a follow-up scan as having had one; how
