@@ -97,7 +97,7 @@ NUMA02 = ("a=$(np_start_workload /tmp/a --mb 320 --threads 4 --bind 0 --reset-po
 SCENARIOS = {"1": ("interleaved, policy reset", TWO.replace("{busy}", BUSY + " --reset-policy")),
              "2": ("interleave policy left set", TWO.replace("{busy}", BUSY)),
              "3": ("numa01: two processes on shared memory first touched on node 0", NUMA01),
-             "4": ("numa02: four busy threads, each on its own slice first touched on node 0", NUMA02)}
+             "4": ("numa02: four busy threads, each on its own slice", NUMA02)}
 NO_MINIMUM = ("4",)
 WAYS = ("numaplaced", "numad", "kernel", "both")
 STEADY_FROM = 120  # seconds after the workloads started: every way has acted by then
