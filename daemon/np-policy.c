@@ -2,9 +2,6 @@
 /* The placement policy, pure: see np-policy.h. */
 #include "np-policy.h"
 
-#include <math.h>
-#include <string.h>
-
 #include "np-ledger.h"
 #include "np-policy-choose.h"
 #include "np-policy-group.h"
