@@ -670,7 +670,7 @@ static gint by_order(gconstpointer a, gconstpointer b, gpointer data) {
  * (*newcomer_bytes: processes waiting for their follow-up, whose pages may
  * be about to leave; this round's own are added to it) could make up; NULL
  * when there is none. */
-static const NpProcess *squeezed_by_newcomers(NpManager *m, const Snapshot *s, const GPtrArray *decisions,
+static const NpProcess *squeezed_by_newcomers(const NpManager *m, const Snapshot *s, const GPtrArray *decisions,
                                               uint64_t *newcomer_bytes) {
         /* the candidates the kernel's balancing has begun to move, which the
          * scan left out as decided at first sight, but which this round
