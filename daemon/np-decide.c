@@ -669,19 +669,20 @@ static gint by_order(gconstpointer a, gconstpointer b, gpointer data) {
  * memory on the node with most of its pages, a want that the newcomers
  * (*newcomer_bytes: processes waiting for their follow-up, whose pages may
  * be about to leave; this round's own are added to it) could make up; NULL
- * when there is none. */
+ * when there is none. Only the first s->cands->len decisions are the
+ * candidates' (the reservations of Advise() follow them). */
 static const NpProcess *squeezed_by_newcomers(const NpManager *m, const Snapshot *s, const GPtrArray *decisions,
                                               uint64_t *newcomer_bytes) {
         /* the candidates the kernel's balancing has begun to move, which the
          * scan left out as decided at first sight, but which this round
          * keeps where they are for their follow-up (no single node holds
          * them yet, or they still touch their memory) */
-        for (guint i = 0; i < decisions->len; i++) {
+        for (guint i = 0; i < s->cands->len; i++) {
                 const NpDecision *d = decisions->pdata[i];
                 if (d->kind == NP_DECISION_KEEP && np_classify_kernel_began(m, s->cands->pdata[i]))
                         *newcomer_bytes += s->procs[i].mem;
         }
-        for (guint i = 0; *newcomer_bytes && i < decisions->len; i++) {
+        for (guint i = 0; *newcomer_bytes && i < s->cands->len; i++) {
                 const NpDecision *d = decisions->pdata[i];
                 const NpShortage *a = &d->reason.alone;
                 if (d->kind == NP_DECISION_MOVE && a->kind == NP_SHORT_MEMORY &&
