@@ -12,6 +12,7 @@
 #include "np-placement.h"
 #include "np-policy.h"
 #include "np-reserve.h"
+#include "np-scan.h"
 
 /* ---- the snapshot ------------------------------------------------------- */
 
@@ -665,14 +666,37 @@ static gint by_order(gconstpointer a, gconstpointer b, gpointer data) {
         return (x->order > y->order) - (x->order < y->order);
 }
 
+/* The CPU use of the processes starting beside the candidates: not
+ * candidates (yet), from half of MinProcessMemory= up, and still touching
+ * their memory or waiting for their follow-up. The ledger counts it as the
+ * machine's background, spread over every node, until they are measured
+ * candidates, whose CPU counts on their own nodes. */
+static double starting_cpu(const NpManager *m) {
+        double cpu = 0.0;
+        GHashTableIter it;
+        gpointer v;
+        g_hash_table_iter_init(&it, m->processes);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const NpProcess *p = v;
+                if (p->significant || p->state == NP_PROC_EXCLUDED || p->state == NP_PROC_FOREIGN ||
+                    np_process_held(p) || np_process_scan_memory(p) < m->config->min_process_memory / 2)
+                        continue;
+                if (p->grew || !np_process_cpu_settled(p))
+                        cpu += p->cpu_usage;
+        }
+        return cpu;
+}
+
 /* The candidate a decision would spread over several nodes for want of
  * memory on the node with most of its pages, a want that the newcomers
  * (*newcomer_bytes: processes waiting for their follow-up, whose pages may
- * be about to leave; this round's own are added to it) could make up; NULL
- * when there is none. Only the first s->cands->len decisions are the
- * candidates' (the reservations of Advise() follow them). */
-static const NpProcess *squeezed_by_newcomers(const NpManager *m, const Snapshot *s, const GPtrArray *decisions,
-                                              uint64_t *newcomer_bytes) {
+ * be about to leave; this round's own are added to it) could make up, or
+ * for want of CPUs there, a want that the CPU use of the processes
+ * starting beside it (newcomer_cpu: starting_cpu()) could make up: its
+ * index, or -1 when there is none. Only the first s->cands->len decisions
+ * are the candidates' (the reservations of Advise() follow them). */
+static int squeezed_by_newcomers(const NpManager *m, const Snapshot *s, const GPtrArray *decisions,
+                                 uint64_t *newcomer_bytes, double newcomer_cpu) {
         /* the candidates the kernel's balancing has begun to move, which the
          * scan left out as decided at first sight, but which this round
          * keeps where they are for their follow-up (no single node holds
@@ -682,14 +706,17 @@ static const NpProcess *squeezed_by_newcomers(const NpManager *m, const Snapshot
                 if (d->kind == NP_DECISION_KEEP && np_classify_kernel_began(m, s->cands->pdata[i]))
                         *newcomer_bytes += s->procs[i].mem;
         }
-        for (guint i = 0; *newcomer_bytes && i < s->cands->len; i++) {
+        for (guint i = 0; i < s->cands->len; i++) {
                 const NpDecision *d = decisions->pdata[i];
                 const NpShortage *a = &d->reason.alone;
-                if (d->kind == NP_DECISION_MOVE && a->kind == NP_SHORT_MEMORY &&
-                    a->others + a->its - a->capacity <= (double) *newcomer_bytes)
-                        return s->cands->pdata[i];
+                if (d->kind != NP_DECISION_MOVE)
+                        continue;
+                double want = a->others + a->its - a->capacity;
+                if ((a->kind == NP_SHORT_MEMORY && *newcomer_bytes && want <= (double) *newcomer_bytes) ||
+                    (a->kind == NP_SHORT_CPU && newcomer_cpu > 0 && want <= newcomer_cpu))
+                        return (int) i;
         }
-        return NULL;
+        return -1;
 }
 
 void np_decide_run(NpManager *m) {
@@ -708,14 +735,28 @@ void np_decide_run(NpManager *m) {
         snapshot(m, &s);
         g_autoptr(GPtrArray) decisions = np_policy_decide(s.nodes, s.n_nodes, s.procs, s.n_procs, &s.params);
         uint64_t newcomers = m->awaiting_bytes;
-        const NpProcess *squeezed =
-                m->rounds_deferred < NP_DECIDE_WAIT_ROUNDS ? squeezed_by_newcomers(m, &s, decisions, &newcomers) : NULL;
-        if (squeezed) {
+        double newcomer_cpu = starting_cpu(m);
+        int squeezed = m->rounds_deferred < NP_DECIDE_WAIT_ROUNDS
+                ? squeezed_by_newcomers(m, &s, decisions, &newcomers, newcomer_cpu)
+                : -1;
+        if (squeezed >= 0) {
+                const NpProcess *p = s.cands->pdata[squeezed];
+                bool cpu = ((const NpDecision *) decisions->pdata[squeezed])->reason.alone.kind == NP_SHORT_CPU;
                 m->rounds_deferred++;
-                log_info("Not deciding in scan %" G_GUINT64_FORMAT ": %d (%s) would be spread over several nodes "
-                         "for want of memory, and processes starting beside it (%.0f MiB) are measured at the "
-                         "follow-up scan",
-                         m->scans, squeezed->pid, squeezed->comm, (double) newcomers / (1 << 20));
+                /* the next scan is a follow-up, also when the processes
+                 * starting are not yet of a size that brings one */
+                np_manager_set_scan_interval(m, MIN(NP_FOLLOWUP_USEC, m->config->scan_interval_usec));
+                m->followup_scan = true;
+                if (cpu)
+                        log_info("Not deciding in scan %" G_GUINT64_FORMAT ": %d (%s) would be spread over several "
+                                 "nodes for want of CPUs, and processes starting beside it (%.2f CPUs, counted on "
+                                 "every node until measured) are measured at the follow-up scan",
+                                 m->scans, p->pid, p->comm, newcomer_cpu);
+                else
+                        log_info("Not deciding in scan %" G_GUINT64_FORMAT ": %d (%s) would be spread over several "
+                                 "nodes for want of memory, and processes starting beside it (%.0f MiB) are "
+                                 "measured at the follow-up scan",
+                                 m->scans, p->pid, p->comm, (double) newcomers / (1 << 20));
                 return;
         }
         m->rounds_deferred = 0;

@@ -13,13 +13,18 @@
  * want of memory on the node with most of its pages, and processes of
  * MinProcessMemory waiting for their follow-up scan (np-scan.h: new, or
  * still touching their memory) hold at least that much: their pages count
- * where they are now, on nodes they may be about to leave. It carries out
- * nothing and decides again at the follow-up, with them measured. One the
- * kernel's balancing has begun to move (decided at first sight) holds
- * nothing back, unless the round keeps it where it is for its follow-up too
- * (no single node holds it yet, or it still touches its memory). A round
- * waits NP_DECIDE_WAIT_ROUNDS in a row at most:
- * processes that keep arriving do not hold the others back for longer.
+ * where they are now, on nodes they may be about to leave. So too for want
+ * of CPUs there, when the CPU use of the processes starting beside it (not
+ * candidates yet, from half of MinProcessMemory up, still touching their
+ * memory or waiting for their follow-up) is at least the want: until they
+ * are measured candidates, the ledger spreads their CPU over every node as
+ * the machine's background (np-ledger.h). It carries out nothing, makes
+ * the next scan a follow-up, and decides again there, with them measured.
+ * One the kernel's balancing has begun to move (decided at first sight)
+ * holds nothing back, unless the round keeps it where it is for its
+ * follow-up too (no single node holds it yet, or it still touches its
+ * memory). A round waits NP_DECIDE_WAIT_ROUNDS in a row at most: processes
+ * that keep arriving do not hold the others back for longer.
  *
  * A Groups= cgroup group's pages per node are its cgroup's memory.numa_stat
  * (cgroup v2: anon + shmem), read once per decision, when it tells them;

@@ -1455,6 +1455,88 @@ static void test_round_waits_for_kernel_newcomer(Fixture *f, gconstpointer data)
         g_assert_null(p->target);
 }
 
+/* Every CPU of the fixture user/(user + idle) busy over the next interval:
+ * adds `user` and `idle` ticks to each cpuN line of proc/stat (and their
+ * sums to the cpu line). */
+static void cpus_busy(Fixture *f, unsigned user, unsigned idle) {
+        g_autofree char *path = fixture_path(f, "proc/stat");
+        g_autofree char *text = NULL;
+        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+        g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+        guint ncpu = 0;
+        for (guint i = 0; lines[i]; i++)
+                if (g_str_has_prefix(lines[i], "cpu") && g_ascii_isdigit(lines[i][3]))
+                        ncpu++;
+        GString *out = g_string_new(NULL);
+        for (guint i = 0; lines[i]; i++) {
+                if (!g_str_has_prefix(lines[i], "cpu")) {
+                        g_string_append(out, lines[i]);
+                        if (lines[i + 1])
+                                g_string_append_c(out, '\n');
+                        continue;
+                }
+                g_auto(GStrv) w = g_strsplit(lines[i], " ", -1);
+                guint k = g_str_equal(w[0], "cpu") ? 2 : 1; /* "cpu  176440 ..." */
+                unsigned mul = k == 2 ? ncpu : 1;
+                g_autofree char *u =
+                        g_strdup_printf("%" G_GUINT64_FORMAT, g_ascii_strtoull(w[k], NULL, 10) + user * mul);
+                g_autofree char *d =
+                        g_strdup_printf("%" G_GUINT64_FORMAT, g_ascii_strtoull(w[k + 3], NULL, 10) + idle * mul);
+                g_free(w[k]);
+                w[k] = g_steal_pointer(&u);
+                g_free(w[k + 3]);
+                w[k + 3] = g_steal_pointer(&d);
+                g_autofree char *joined = g_strjoinv(" ", w);
+                g_string_append(out, joined);
+                g_string_append_c(out, '\n');
+        }
+        g_assert_true(g_file_set_contents(path, out->str, -1, NULL));
+        g_string_free(out, TRUE);
+}
+
+/* A round that would spread a process over two nodes for want of CPUs
+ * that the CPU use of a process starting beside it could make up (not a
+ * candidate yet: the ledger spreads its CPU over every node as background)
+ * waits for a follow-up scan; the starter measured idle (a start that
+ * ended), the process fits one node. */
+static void test_round_waits_for_busy_starter(Fixture *f, gconstpointer data) {
+        unsigned utime;
+        NpProcess *p = first_sight(f, false, &utime);
+
+        /* 4242 busy on 3 CPUs; 4343 (80 MiB, below MinProcessMemory=100M)
+         * seen 1.19 s after its start with 3 s of CPU time; the machine's 16
+         * CPUs 9/16 busy: 6 CPUs besides 4242's, 1.5 a node, so the node
+         * with most of 4242's pages lacks 1.1 CPUs for it */
+        clone_bigdb(f, 4343);
+        set_stat_field_of(f, 4343, 24, 20480);
+        set_stat_field_of(f, 4343, 14, 300);
+        set_stat_field_of(f, 4343, 15, 0);
+        g_autofree char *uptime = fixture_path(f, "proc/uptime");
+        g_assert_true(g_file_set_contents(uptime, "206.00 100.00\n", -1, NULL));
+        cpus_busy(f, 9, 7);
+        set_stat(f, utime += 3 * one_cpu_ticks(), 262144);
+        scan_and_decide(f);
+        NpProcess *q = np_manager_process(f->m, 4343);
+        g_assert_nonnull(q);
+        g_assert_false(q->significant);
+        g_assert_cmpfloat(q->cpu_usage, >, 2.0);
+        g_assert_cmpfloat(q->cpu_usage, <, 3.0);
+        g_assert_true(p->significant);
+        g_assert_cmpuint(f->m->rounds_deferred, ==, 1);
+        g_assert_cmpuint(f->m->scan_interval_usec, ==, NP_FOLLOWUP_USEC);
+        g_assert_cmpint(p->state, ==, NP_PROC_OBSERVED);
+        g_assert_null(p->target);
+
+        /* 4343 measured idle: the busy CPUs are 4242's */
+        cpus_busy(f, 3, 13);
+        set_stat(f, utime += 3 * one_cpu_ticks(), 262144);
+        scan_and_decide(f);
+        g_assert_false(q->significant);
+        g_assert_cmpuint(f->m->rounds_deferred, ==, 0);
+        g_assert_cmpint(p->state, ==, NP_PROC_ADVISED);
+        g_assert_cmpuint(np_mask_weight(p->target), ==, 1);
+}
+
 /* Newcomers that keep arriving hold a process that needs their memory
  * back NP_DECIDE_WAIT_ROUNDS rounds at most. */
 static void test_round_wait_bounded(Fixture *f, gconstpointer data) {
@@ -1507,6 +1589,7 @@ int main(int argc, char **argv) {
         ADD("/manager/newcomer-read-again", "4node", test_newcomer_read_again);
         ADD("/manager/round-waits-for-newcomer", "4node", test_round_waits_for_newcomer);
         ADD("/manager/round-waits-for-kernel-newcomer", "4node", test_round_waits_for_kernel_newcomer);
+        ADD("/manager/round-waits-for-busy-starter", "4node", test_round_waits_for_busy_starter);
         ADD("/manager/round-wait-bounded", "4node", test_round_wait_bounded);
         ADD("/manager/round-fits-one", "4node", test_round_fits_one);
         ADD("/manager/kernel-watch", "4node", test_kernel_watch);
