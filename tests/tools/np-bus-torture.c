@@ -18,7 +18,10 @@
  * cannot be placed (0, 2, the daemon, >= 2^31, exited), or PID 1 with a node
  * list the daemon refuses before looking at the process: PID 1 is never
  * given a valid node list. Run the daemon with Mode=advise. Reload() is
- * sent, so its configuration file must stay valid.
+ * sent, so its configuration file must stay valid. At the end every PID a
+ * Place, Include or Exclude was accepted for is forgotten (Forget), also an
+ * exited child's: the daemon may know that PID as another process (a
+ * fixture tree's, or a new one).
  *
  * Usage: np-bus-torture --daemon-pid PID [--random N] [--seed S]
  *                       [--children N] [--node ID] [--quiet]
@@ -59,6 +62,7 @@ static uint32_t daemon_pid;
 static uint32_t node_id; /* an online node with memory (0 by default) */
 static GArray *children; /* pid_t: our own sleeping children (safe targets) */
 static GArray *dead; /* pid_t: children that have exited (reaped) */
+static GHashTable *changed; /* PIDs a Place, Include or Exclude was accepted for: forgotten at the end */
 
 static struct {
         unsigned calls, replies, errors, failures;
@@ -172,7 +176,10 @@ static int call_place(uint32_t pid, const uint32_t *ids, size_t n, const char *w
 
         must(sd_bus_message_append(m, "u", pid), "Place's pid");
         append_ids(m, ids, n);
-        return send_and_judge(m, what, false);
+        int r = send_and_judge(m, what, false);
+        if (r > 0)
+                g_hash_table_add(changed, GUINT_TO_POINTER(pid));
+        return r;
 }
 
 static int call_advise(double cpus, uint64_t bytes, const char *what) {
@@ -186,7 +193,10 @@ static int call_pid(const char *member, uint32_t pid, const char *what) {
         g_autoptr(sd_bus_message) m = new_call(PATH, MGR, member);
 
         must(sd_bus_message_append(m, "u", pid), "a pid");
-        return send_and_judge(m, what, false);
+        int r = send_and_judge(m, what, false);
+        if (r > 0 && strcmp(member, "Forget") != 0)
+                g_hash_table_add(changed, GUINT_TO_POINTER(pid));
+        return r;
 }
 
 static int call_void(const char *member) {
@@ -740,6 +750,7 @@ int main(int argc, char **argv) {
         st.names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
         children = g_array_new(FALSE, FALSE, sizeof(pid_t));
         dead = g_array_new(FALSE, FALSE, sizeof(pid_t));
+        changed = g_hash_table_new(g_direct_hash, g_direct_equal);
         for (unsigned i = 0; i < n_children; i++) {
                 pid_t pid = spawn_child(0);
                 g_array_append_val(children, pid);
@@ -762,6 +773,15 @@ int main(int argc, char **argv) {
                 (void) call_pid("Forget", (uint32_t) g_array_index(children, pid_t, i), "final Forget");
         call_void("Resume");
         (void) call_pid("Forget", 1, "final Forget(1)"); /* drop a random Include(1)/Exclude(1) */
+        /* and whatever else was accepted: an exited child's PID that the
+         * daemon's root (a fixture tree) has as another process, or that
+         * was reused meanwhile */
+        GHashTableIter it;
+        gpointer key;
+        g_hash_table_iter_init(&it, changed);
+        while (g_hash_table_iter_next(&it, &key, NULL))
+                (void) call_pid("Forget", GPOINTER_TO_UINT(key), "final Forget");
+        g_hash_table_unref(changed);
         reap_children();
 
         printf("np-bus-torture: calls=%u replies=%u errors=%u failures=%u\n", st.calls, st.replies, st.errors,
