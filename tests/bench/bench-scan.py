@@ -305,7 +305,7 @@ def numad_measure(work, mode, runs, scans, timeout):
                 time.sleep(0.02)
 
         # warm up: two scans (the first fills its tables)
-        c = wait_count(2)
+        wait_count(2)
         time.sleep(0.15)
         us0 = user_sys_ticks(pid)
         per_scan = []

@@ -128,8 +128,6 @@ kill $a $b
 """
 
 
-
-
 def check_cpu(t, res):
     t.eq(res.get("online.off"), "0-1,3", "CPU 2 went offline")
     t.check(res.get("a.placed.timeout") is None, "a was placed by the policy")
