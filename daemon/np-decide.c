@@ -692,11 +692,12 @@ static double starting_cpu(const NpManager *m) {
  * (*newcomer_bytes: processes waiting for their follow-up, whose pages may
  * be about to leave; this round's own are added to it) could make up, or
  * for want of CPUs there, a want that the CPU use of the processes
- * starting beside it (newcomer_cpu: starting_cpu()) could make up: its
- * index, or -1 when there is none. Only the first s->cands->len decisions
- * are the candidates' (the reservations of Advise() follow them). */
+ * starting beside it (*newcomer_cpu: starting_cpu(), summed only when a
+ * decision lacks CPUs, else left at -1) could make up: its index, or -1
+ * when there is none. Only the first s->cands->len decisions are the
+ * candidates' (the reservations of Advise() follow them). */
 static int squeezed_by_newcomers(const NpManager *m, const Snapshot *s, const GPtrArray *decisions,
-                                 uint64_t *newcomer_bytes, double newcomer_cpu) {
+                                 uint64_t *newcomer_bytes, double *newcomer_cpu) {
         /* the candidates the kernel's balancing has begun to move, which the
          * scan left out as decided at first sight, but which this round
          * keeps where they are for their follow-up (no single node holds
@@ -712,8 +713,13 @@ static int squeezed_by_newcomers(const NpManager *m, const Snapshot *s, const GP
                 if (d->kind != NP_DECISION_MOVE)
                         continue;
                 double want = a->others + a->its - a->capacity;
-                if ((a->kind == NP_SHORT_MEMORY && *newcomer_bytes && want <= (double) *newcomer_bytes) ||
-                    (a->kind == NP_SHORT_CPU && newcomer_cpu > 0 && want <= newcomer_cpu))
+                if (a->kind == NP_SHORT_MEMORY && *newcomer_bytes && want <= (double) *newcomer_bytes)
+                        return (int) i;
+                if (a->kind != NP_SHORT_CPU)
+                        continue;
+                if (*newcomer_cpu < 0)
+                        *newcomer_cpu = starting_cpu(m);
+                if (*newcomer_cpu > 0 && want <= *newcomer_cpu)
                         return (int) i;
         }
         return -1;
@@ -735,9 +741,9 @@ void np_decide_run(NpManager *m) {
         snapshot(m, &s);
         g_autoptr(GPtrArray) decisions = np_policy_decide(s.nodes, s.n_nodes, s.procs, s.n_procs, &s.params);
         uint64_t newcomers = m->awaiting_bytes;
-        double newcomer_cpu = starting_cpu(m);
+        double newcomer_cpu = -1.0;
         int squeezed = m->rounds_deferred < NP_DECIDE_WAIT_ROUNDS
-                ? squeezed_by_newcomers(m, &s, decisions, &newcomers, newcomer_cpu)
+                ? squeezed_by_newcomers(m, &s, decisions, &newcomers, &newcomer_cpu)
                 : -1;
         if (squeezed >= 0) {
                 const NpProcess *p = s.cands->pdata[squeezed];

@@ -361,6 +361,14 @@ static void test_followup(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(f->m->scan_interval_usec, ==, c->scan_interval_usec);
 }
 
+/* The fixture's processes started at 204.81 s (their stat's start time):
+ * with the uptime at 206.00 s, one seen now is 1.19 s old, and its CPU use
+ * is guessed from its CPU time so far (a new process). */
+static void seen_young(Fixture *f) {
+        g_autofree char *uptime = fixture_path(f, "proc/uptime");
+        g_assert_true(g_file_set_contents(uptime, "206.00 100.00\n", -1, NULL));
+}
+
 /* A newcomer read while it started, its memory still under the interleave
  * policy it was allocated with, sets the policy back to the default before
  * its follow-up scan: numa_maps is read again there, at the same resident
@@ -376,8 +384,7 @@ static void test_newcomer_read_again(Fixture *f, gconstpointer data) {
         g_assert_true(g_file_set_contents(maps, interleaved, -1, NULL));
         /* seen 1.19 s after its start (204.81 s): its CPU guessed from its
          * life so far, significant at once */
-        g_autofree char *uptime = fixture_path(f, "proc/uptime");
-        g_assert_true(g_file_set_contents(uptime, "206.00 100.00\n", -1, NULL));
+        seen_young(f);
         unsigned utime = 100;
         set_stat(f, utime, 262144);
         scan_and_decide(f);
@@ -1435,8 +1442,7 @@ static void test_round_waits_for_kernel_newcomer(Fixture *f, gconstpointer data)
         /* 4343 (1 GiB) seen 1.19 s after its start (204.81 s), 10 s of CPU
          * so far, the kernel has moved 39 MiB of it */
         clone_bigdb(f, 4343);
-        g_autofree char *uptime = fixture_path(f, "proc/uptime");
-        g_assert_true(g_file_set_contents(uptime, "206.00 100.00\n", -1, NULL));
+        seen_young(f);
         g_autofree char *task = fixture_path(f, "proc/4343/task/4343");
         g_assert_cmpint(g_mkdir_with_parents(task, 0755), ==, 0);
         g_autofree char *sched = g_build_filename(task, "sched", NULL);
@@ -1511,8 +1517,7 @@ static void test_round_waits_for_busy_starter(Fixture *f, gconstpointer data) {
         set_stat_field_of(f, 4343, 24, 20480);
         set_stat_field_of(f, 4343, 14, 300);
         set_stat_field_of(f, 4343, 15, 0);
-        g_autofree char *uptime = fixture_path(f, "proc/uptime");
-        g_assert_true(g_file_set_contents(uptime, "206.00 100.00\n", -1, NULL));
+        seen_young(f);
         cpus_busy(f, 9, 7);
         set_stat(f, utime += 3 * one_cpu_ticks(), 262144);
         scan_and_decide(f);

@@ -1641,6 +1641,18 @@ static void test_kernel_churn(void) {
         machine_clear(&m);
 }
 
+/* Node 0, where the memory of numa02()'s process is held, fills up (others
+ * take 700 MiB there): its memory goes elsewhere, still without its
+ * threads. */
+static GPtrArray *held_crowded(Machine *m) {
+        m->nodes[0].mem_free -= 700 * MiB;
+        GPtrArray *d = decide(m);
+        g_assert_cmpint(dec(d, 0)->kind, ==, NP_DECISION_MOVE);
+        g_assert_true(dec(d, 0)->memory_only);
+        g_assert_false(np_mask_test(dec(d, 0)->nodes, 0));
+        return d;
+}
+
 /* Its memory held (memory_only, placed): it stays while its node has room
  * for its memory, whatever its threads' CPU use there; crowded, its memory
  * goes where there is room, still without its threads; with its threads
@@ -1666,11 +1678,7 @@ static void test_kernel_churn_held(void) {
                         "NUMA balancing moved its pages back and forth)");
 
         /* node 0 fills up (others take 700 MiB there) */
-        m.nodes[0].mem_free -= 700 * MiB;
-        g_autoptr(GPtrArray) e = decide(&m);
-        g_assert_cmpint(dec(e, 0)->kind, ==, NP_DECISION_MOVE);
-        g_assert_true(dec(e, 0)->memory_only);
-        g_assert_false(np_mask_test(dec(e, 0)->nodes, 0));
+        g_autoptr(GPtrArray) e = held_crowded(&m);
         g_assert_cmpint(why(e, 0)->code, ==, NP_REASON_PLACE_MEMORY);
         g_autofree char *text = g_strdup(why_of(dec(e, 0)));
         g_assert_true(g_str_has_prefix(text, "its memory is held on 0, which is now crowded (memory: "));
@@ -1686,10 +1694,7 @@ static void test_kernel_churn_held(void) {
         g_assert_cmpstr(why_of(dec(k, 0)), ==,
                         "its memory is held on 0, which has room, its threads run on 0-1 (the kernel's NUMA "
                         "balancing moved its pages back and forth)");
-        m.nodes[0].mem_free -= 700 * MiB;
-        g_autoptr(GPtrArray) c = decide(&m);
-        g_assert_cmpint(dec(c, 0)->kind, ==, NP_DECISION_MOVE);
-        g_assert_true(dec(c, 0)->memory_only);
+        g_autoptr(GPtrArray) c = held_crowded(&m);
         g_assert_cmpuint(np_mask_weight(dec(c, 0)->nodes), ==, 1);
         g_autoptr(NpMask) want = np_mask_copy(p->runs_on);
         np_mask_or(want, dec(c, 0)->nodes);
