@@ -111,6 +111,13 @@ np_start_workload() {
 	echo "$_wpid"
 }
 
+# np_mark_daemon NAME: tell the host that the placer under test starts now
+# (a guest kernel lockup before this is the emulator's, and the host boots
+# the VM again: npvm.VM.run); on the console, also from inside $(...).
+np_mark_daemon() {
+	echo "NPVM-DAEMON $1" > /dev/console
+}
+
 # np_start_dbus: start dbus-daemon on the VM's system bus socket
 # (needs VM.add_dbus()); waits until it answers (the socket file exists
 # from its bind(), a connection before its listen() is refused).
@@ -145,6 +152,7 @@ np_wait_bus_name() {
 np_start_numaplaced() {
 	_conf=$1
 	shift
+	np_mark_daemon numaplaced
 	numaplaced --config "$_conf" "$@" > /tmp/numaplaced.log 2>&1 &
 	NP_DAEMON_PID=$!
 	if ! np_wait_bus_name org.numaplaced1 60; then
@@ -168,6 +176,7 @@ np_start_placer() {
 		PLACER=$NP_DAEMON_PID ;;
 	numad)
 		mkdir -p /var/log /var/run
+		np_mark_daemon numad
 		numad > /tmp/numad.out 2>&1
 		np_wait_file /var/run/numad.pid 30 || return 1
 		PLACER=$(cat /var/run/numad.pid) ;;

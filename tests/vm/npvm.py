@@ -45,6 +45,10 @@ MARK_BEGIN = "NPVM-BEGIN"
 MARK_END = "NPVM-END"
 MARK_RESULT = "NPVM-R"
 MARK_HOST = "NPVM-HOST"     # a request of the scenario to the host (VM(hotplug_mb=...))
+MARK_DAEMON = "NPVM-DAEMON"  # the scenario starts the placer under test (lib.sh)
+# what the guest kernel prints (KERN_EMERG, so past printk level 1) when a
+# CPU ran in the kernel without scheduling for 20 s and more
+LOCKUP = "watchdog: BUG: soft lockup"
 
 QEMU = "qemu-system-x86_64"
 
@@ -449,6 +453,7 @@ class Result:
         self.wall = wall
         self.timed_out = timed_out
         self.qemu_rc = qemu_rc
+        self.first_boot_hung = None  # why VM.run booted a second time
         self.began = False
         self.ended = False
         self.rc = None
@@ -897,65 +902,79 @@ class VM:
         timeout seconds (QEMU is killed).  Returns a Result; the console is
         also kept in <builddir>/tests/vm/runs/<name>.log.
 
-        A boot that has not reached the scenario (no NPVM-BEGIN on the
-        console) after BOOT_DEADLINE seconds is a kernel that hung under TCG
-        before init ran; it is killed and booted once more, and both the
-        hang and the retry are printed (its console is kept in
-        <name>.hung.log).  A scenario that began is never retried."""
+        A boot is killed and booted once more (both the hang and the retry
+        are printed, its console is kept in <name>.hung.log) when the
+        emulated machine hung before anything under test ran:
+        - it has not reached the scenario (no NPVM-BEGIN on the console)
+          after BOOT_DEADLINE seconds: the kernel hung before init ran;
+        - its kernel reported a soft lockup before the scenario started the
+          placer under test (no NPVM-DAEMON yet): a CPU spun in the kernel
+          for the harness's own tools (dbus-daemon, busctl).
+        A soft lockup after the placer started, and every other failure of
+        a scenario that began, is never retried."""
         kernel, initrd, outdir = self._prepare(script, False)
         cmd = self.qemu_command(kernel, initrd)
         with open(os.path.join(outdir, f"{self.name}.cmd"), "w") as f:
             f.write(" ".join(f"'{a}'" if " " in a else a for a in cmd) + "\n")
         logpath = os.path.join(outdir, f"{self.name}.log")
+        first_hung = None
         for attempt in (1, 2):
             log(f"booting '{self.name}': {self.topology.describe()}, cgroup {self.cgroup}, "
                 f"timeout {timeout} s{', second boot' if attempt == 2 else ''}")
-            res, hung = self._boot(cmd, logpath, timeout, BOOT_DEADLINE if attempt == 1 else None)
+            res, hung = self._boot(cmd, logpath, timeout, attempt == 1)
             if not hung:
                 break
+            first_hung = hung
             hungpath = os.path.join(outdir, f"{self.name}.hung.log")
             os.replace(logpath, hungpath)
             tail = res.console.replace("\r", "").rstrip().splitlines()[-5:]
-            log(f"'{self.name}': no {MARK_BEGIN} after {BOOT_DEADLINE} s, the kernel hung before "
-                f"the scenario began; booting once more (console in {hungpath}, last lines: "
+            log(f"'{self.name}': {hung}; booting once more (console in {hungpath}, last lines: "
                 f"{tail!r})")
+        res.first_boot_hung = first_hung
         log(f"'{self.name}' done in {res.wall:.1f} s"
             f"{' (TIMED OUT)' if res.timed_out else ''}, {len(res.items)} result lines")
         return res
 
-    def _boot(self, cmd, logpath, timeout, boot_deadline):
-        """One QEMU run.  Returns (Result, hung): hung is True when
-        boot_deadline passed without the scenario beginning."""
+    def _boot(self, cmd, logpath, timeout, may_retry):
+        """One QEMU run.  Returns (Result, hung): hung is None, or (only
+        when may_retry) why the emulated machine is taken as hung before
+        anything under test ran (see run())."""
         global _current_qemu
         start = time.monotonic()
-        timed_out = hung = False
-        seen = 0                    # console bytes searched for requests
+        timed_out = False
+        hung = None
+        began = daemon = False
+        seen = 0                    # console bytes read so far (whole lines)
         with open(logpath, "wb") as out:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT)
             _current_qemu = proc
             try:
                 while proc.poll() is None:
-                    if self.qmp_path:
-                        with open(logpath, "rb") as f:
-                            f.seek(seen)
-                            new = f.read()
-                        end = new.rfind(b"\n") + 1
-                        seen += end
-                        for raw in new[:end].decode("utf-8", "replace").splitlines():
+                    with open(logpath, "rb") as f:
+                        f.seek(seen)
+                        new = f.read()
+                    end = new.rfind(b"\n") + 1
+                    seen += end
+                    for raw in new[:end].decode("utf-8", "replace").splitlines():
+                        if self.qmp_path:
                             idx = raw.find(MARK_HOST + " ")
                             if idx >= 0:
                                 self._host_request(raw[idx + len(MARK_HOST) + 1:].strip())
+                        began = began or MARK_BEGIN in raw
+                        daemon = daemon or MARK_DAEMON in raw
+                        if may_retry and not daemon and hung is None and LOCKUP in raw:
+                            hung = (f"the guest kernel reported a soft lockup before the scenario "
+                                    f"started the placer ({raw.strip()!r})")
+                    if hung:
+                        break
                     elapsed = time.monotonic() - start
                     if elapsed >= timeout:
                         timed_out = True
                         break
-                    if boot_deadline is not None and elapsed >= boot_deadline:
-                        with open(logpath, "rb") as f:
-                            if MARK_BEGIN.encode() not in f.read():
-                                hung = True
-                                break
-                        boot_deadline = None
+                    if may_retry and not began and elapsed >= BOOT_DEADLINE:
+                        hung = f"no {MARK_BEGIN} after {BOOT_DEADLINE} s, the kernel hung before the scenario began"
+                        break
                     time.sleep(0.2)
                 if proc.poll() is None:
                     proc.kill()

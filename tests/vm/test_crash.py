@@ -80,6 +80,7 @@ verify() {
 	np_result $2 $(grep VERIFY $_f | tail -n 1)
 }
 start_daemon() {
+	np_mark_daemon numaplaced
 	numaplaced --config /etc/np.conf > /tmp/np.$1.log 2>&1 &
 	NP_DAEMON_PID=$!
 	if ! np_wait_bus_name org.numaplaced1 60; then
