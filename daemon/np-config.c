@@ -21,12 +21,8 @@
 #include <string.h>
 
 #include "np-config-private.h"
-#include "np-group.h"
 #include "np-log.h"
 #include "np-test-api.h"
-
-/* PID_MAX_LIMIT on 64-bit kernels. */
-#define NP_PID_MAX 4194304u
 
 typedef enum {
         NP_KEY_ENUM, /* int-sized enum, one of `choices` */
@@ -151,89 +147,6 @@ bool np_config_has_cgroup_entries(const NpConfig *c) {
 static char *format_number(double v) {
         char buf[G_ASCII_DTOSTR_BUF_SIZE];
         return g_strdup(g_ascii_formatd(buf, sizeof buf, "%.15g", v));
-}
-
-/* Split a name list on whitespace and commas, validating each entry. */
-static int parse_name_list(const char *value, char ***out, char **why) {
-        g_autoptr(GPtrArray) items = g_ptr_array_new_with_free_func(g_free);
-        const char *p = value;
-
-        for (;;) {
-                while (*p && strchr(" \t\r\n,", *p))
-                        p++;
-                if (!*p)
-                        break;
-                size_t n = strcspn(p, " \t\r\n,");
-                g_autofree char *item = g_strndup(p, n);
-                p += n;
-
-                bool all_digits = true;
-                for (const char *c = item; *c; c++)
-                        if (!g_ascii_isdigit(*c))
-                                all_digits = false;
-
-                if (all_digits) {
-                        guint64 pid;
-                        if (!g_ascii_string_to_unsigned(item, 10, 1, NP_PID_MAX, &pid, NULL)) {
-                                *why = g_strdup_printf("'%s' is not a valid PID (expected 1 to %u)", item, NP_PID_MAX);
-                                return -EINVAL;
-                        }
-                        g_ptr_array_add(items, g_strdup_printf("%" G_GUINT64_FORMAT, pid));
-                        continue;
-                }
-                if (item[0] != '/' && !strpbrk(item, "*?[") && strlen(item) > NP_TASK_COMM_LEN) {
-                        *why = g_strdup_printf("'%s' is longer than %d characters and can never match a "
-                                               "process name (comm)",
-                                               item, NP_TASK_COMM_LEN);
-                        return -EINVAL;
-                }
-                g_ptr_array_add(items, g_steal_pointer(&item));
-        }
-        g_ptr_array_add(items, NULL);
-        *out = (char **) g_ptr_array_free(g_steal_pointer(&items), false);
-        return 0;
-}
-
-/* Groups=: cgroup path globs separated by blanks or commas; "none" alone
- * is the empty list, nothing at all the default globs. */
-static int parse_cgroup_globs(const char *value, char ***out, char **why) {
-        g_auto(GStrv) items = g_strsplit_set(value, " \t\r\n,", -1);
-        g_autoptr(GPtrArray) globs = g_ptr_array_new_with_free_func(g_free);
-        bool none = false;
-        for (char **i = items; *i; i++) {
-                const char *g = *i;
-                if (!*g)
-                        continue;
-                if (g_str_equal(g, "none")) {
-                        none = true;
-                        continue;
-                }
-                bool ok = true;
-                for (const char *q = g; *q && ok; q++)
-                        ok = (unsigned char) *q >= 0x20 && *q != 0x7f;
-                g_auto(GStrv) comps = g_strsplit(g, "/", -1);
-                for (char **c = comps; *c && ok; c++)
-                        ok = !g_str_equal(*c, "..") && !g_str_equal(*c, ".");
-                if (!ok) {
-                        *why = g_strdup_printf("'%s' is not a cgroup path glob", g);
-                        return -EINVAL;
-                }
-                if (g[strspn(g, "/")] == '\0') {
-                        *why = g_strdup_printf("'%s' would make every process one group", g);
-                        return -EINVAL;
-                }
-                g_ptr_array_add(globs, g_strdup(g));
-        }
-        if (none && globs->len) {
-                *why = g_strdup("'none' cannot be combined with globs");
-                return -EINVAL;
-        }
-        if (!none && !globs->len)
-                for (const char *const *d = np_group_default_globs; *d; d++)
-                        g_ptr_array_add(globs, g_strdup(*d));
-        g_ptr_array_add(globs, NULL);
-        *out = (char **) g_ptr_array_free(g_steal_pointer(&globs), false);
-        return 0;
 }
 
 static char *choices_text(const char *const *choices) {
@@ -392,7 +305,7 @@ static int key_apply(const NpConfigKey *k, NpConfig *c, const char *value, char 
 
         case NP_KEY_CGROUP_GLOBS: {
                 char **list = NULL;
-                r = parse_cgroup_globs(value, &list, why);
+                r = np_config_parse_cgroup_globs(value, &list, why);
                 if (r < 0)
                         return r;
                 char ***f = FIELD(c, k, char **);
@@ -403,7 +316,7 @@ static int key_apply(const NpConfigKey *k, NpConfig *c, const char *value, char 
 
         case NP_KEY_NAME_LIST: {
                 char **list = NULL;
-                r = parse_name_list(value, &list, why);
+                r = np_config_parse_name_list(value, &list, why);
                 if (r < 0)
                         return r;
                 char ***f = FIELD(c, k, char **);
