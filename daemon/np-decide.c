@@ -666,38 +666,51 @@ static gint by_order(gconstpointer a, gconstpointer b, gpointer data) {
         return (x->order > y->order) - (x->order < y->order);
 }
 
-/* The CPU use of the processes starting beside the candidates: not
- * candidates (yet), from half of MinProcessMemory= up, and still touching
- * their memory or waiting for their follow-up. The ledger counts it as the
- * machine's background, spread over every node, until they are measured
- * candidates, whose CPU counts on their own nodes. */
-static double starting_cpu(const NpManager *m) {
-        double cpu = 0.0;
+/* What the processes starting beside the candidates use: not candidates
+ * (yet), from half of MinProcessMemory= up, and still touching their memory
+ * or not yet measured. The ledger counts their CPU as the machine's
+ * background, spread over every node, and their pages as other load where
+ * they are, until they are measured candidates, whose CPU counts on their
+ * own nodes and whose pages may be about to leave. `bytes` leaves out those
+ * of MinProcessMemory= and more, which their follow-up scans count
+ * (m->awaiting_bytes) while they wait. */
+typedef struct {
+        bool summed; /* filled (summed only when a decision lacks something) */
+        double cpu;
+        uint64_t bytes;
+} Starting;
+
+static void sum_starting(const NpManager *m, Starting *out) {
+        *out = (Starting){ .summed = true };
         GHashTableIter it;
         gpointer v;
         g_hash_table_iter_init(&it, m->processes);
         while (g_hash_table_iter_next(&it, NULL, &v)) {
                 const NpProcess *p = v;
+                uint64_t mem = np_process_scan_memory(p);
                 if (p->significant || p->state == NP_PROC_EXCLUDED || p->state == NP_PROC_FOREIGN ||
-                    np_process_held(p) || np_process_scan_memory(p) < m->config->min_process_memory / 2)
+                    np_process_held(p) || mem < m->config->min_process_memory / 2)
                         continue;
-                if (p->grew || !np_process_cpu_settled(p))
-                        cpu += p->cpu_usage;
+                if (!p->grew && np_process_cpu_settled(p))
+                        continue;
+                out->cpu += p->cpu_usage;
+                if (mem < m->config->min_process_memory)
+                        out->bytes += mem;
         }
-        return cpu;
 }
 
 /* The candidate a decision would spread over several nodes for want of
  * memory on the node with most of its pages, a want that the newcomers
  * (*newcomer_bytes: processes waiting for their follow-up, whose pages may
- * be about to leave; this round's own are added to it) could make up, or
- * for want of CPUs there, a want that the CPU use of the processes
- * starting beside it (*newcomer_cpu: starting_cpu(), summed only when a
- * decision lacks CPUs, else left at -1) could make up: its index, or -1
- * when there is none. Only the first s->cands->len decisions are the
- * candidates' (the reservations of Advise() follow them). */
+ * be about to leave; this round's own are added to it) and the memory of
+ * the processes starting beside it could make up, or for want of CPUs
+ * there, a want that the CPU use of the processes starting beside it could
+ * make up (*starting: sum_starting(), summed only when a decision lacks
+ * something): its index, or -1 when there is none. Only the first
+ * s->cands->len decisions are the candidates' (the reservations of Advise()
+ * follow them). */
 static int squeezed_by_newcomers(const NpManager *m, const Snapshot *s, const GPtrArray *decisions,
-                                 uint64_t *newcomer_bytes, double *newcomer_cpu) {
+                                 uint64_t *newcomer_bytes, Starting *starting) {
         /* the candidates the kernel's balancing has begun to move, which the
          * scan left out as decided at first sight, but which this round
          * keeps where they are for their follow-up (no single node holds
@@ -712,14 +725,17 @@ static int squeezed_by_newcomers(const NpManager *m, const Snapshot *s, const GP
                 const NpShortage *a = &d->reason.alone;
                 if (d->kind != NP_DECISION_MOVE)
                         continue;
+                if (a->kind != NP_SHORT_MEMORY && a->kind != NP_SHORT_CPU)
+                        continue;
                 double want = a->others + a->its - a->capacity;
                 if (a->kind == NP_SHORT_MEMORY && *newcomer_bytes && want <= (double) *newcomer_bytes)
                         return (int) i;
-                if (a->kind != NP_SHORT_CPU)
-                        continue;
-                if (*newcomer_cpu < 0)
-                        *newcomer_cpu = starting_cpu(m);
-                if (*newcomer_cpu > 0 && want <= *newcomer_cpu)
+                if (!starting->summed)
+                        sum_starting(m, starting);
+                if (a->kind == NP_SHORT_MEMORY && *newcomer_bytes + starting->bytes > 0 &&
+                    want <= (double) (*newcomer_bytes + starting->bytes))
+                        return (int) i;
+                if (a->kind == NP_SHORT_CPU && starting->cpu > 0 && want <= starting->cpu)
                         return (int) i;
         }
         return -1;
@@ -741,9 +757,9 @@ void np_decide_run(NpManager *m) {
         snapshot(m, &s);
         g_autoptr(GPtrArray) decisions = np_policy_decide(s.nodes, s.n_nodes, s.procs, s.n_procs, &s.params);
         uint64_t newcomers = m->awaiting_bytes;
-        double newcomer_cpu = -1.0;
+        Starting starting = { 0 };
         int squeezed = m->rounds_deferred < NP_DECIDE_WAIT_ROUNDS
-                ? squeezed_by_newcomers(m, &s, decisions, &newcomers, &newcomer_cpu)
+                ? squeezed_by_newcomers(m, &s, decisions, &newcomers, &starting)
                 : -1;
         if (squeezed >= 0) {
                 const NpProcess *p = s.cands->pdata[squeezed];
@@ -757,12 +773,12 @@ void np_decide_run(NpManager *m) {
                         log_info("Not deciding in scan %" G_GUINT64_FORMAT ": %d (%s) would be spread over several "
                                  "nodes for want of CPUs, and processes starting beside it (%.2f CPUs, counted on "
                                  "every node until measured) are measured at the follow-up scan",
-                                 m->scans, p->pid, p->comm, newcomer_cpu);
+                                 m->scans, p->pid, p->comm, starting.cpu);
                 else
                         log_info("Not deciding in scan %" G_GUINT64_FORMAT ": %d (%s) would be spread over several "
                                  "nodes for want of memory, and processes starting beside it (%.0f MiB) are "
                                  "measured at the follow-up scan",
-                                 m->scans, p->pid, p->comm, (double) newcomers / (1 << 20));
+                                 m->scans, p->pid, p->comm, (double) (newcomers + starting.bytes) / (1 << 20));
                 return;
         }
         m->rounds_deferred = 0;

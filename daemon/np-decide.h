@@ -13,7 +13,10 @@
  * want of memory on the node with most of its pages, and processes of
  * MinProcessMemory waiting for their follow-up scan (np-scan.h: new, or
  * still touching their memory) hold at least that much: their pages count
- * where they are now, on nodes they may be about to leave. So too for want
+ * where they are now, on nodes they may be about to leave; the memory of
+ * the processes starting beside it below MinProcessMemory (from half of it
+ * up, still touching their memory or not yet measured), which have no
+ * follow-up of their own, counts too. So too for want
  * of CPUs there, when the CPU use of the processes starting beside it (not
  * candidates yet, from half of MinProcessMemory up, still touching their
  * memory or waiting for their follow-up) is at least the want: until they

@@ -34,14 +34,14 @@ x 512 MB, one vCPU each, cgroup v1):
 "Busy" is np-workload --sweep --duty 90 --no-pin (a sweep for 90 ms of every
 100 ms: 0.9 CPUs, above the default MinProcessCPU=0.5 with room to spare;
 until f56fd9f the workloads ran --duty 50, which np-workload did not hold to
-under TCG either, measured at 0.93 CPUs, so earlier runs are comparable). Every 2 s the VM samples each process's
+under TCG either, measured at 0.93 CPUs, so earlier runs are comparable). Every 2 s (--every) the VM samples each process's
 locality (the share of its pages on its fullest node, from numa_maps),
 pgmigrate_success, numa_pte_updates and numa_hint_faults, for --duration
 seconds. Printed per scenario and way: seconds from the workload's start
 until each process first had >= 95% of its pages on one node (or never),
 the same from when it became significant ("after sig.": from when its
 np-workload was ready, its memory allocated and its sweep begun; 0 when it
-was already on one node then; to the 2 s of the samples),
+was already on one node then; to the samples' interval, about 2.3 s),
 its final locality, MB migrated (pgmigrate_success x 4096) against the
 minimum (the pages that were not on the node each process ended up on),
 the placer's own CPU time (utime+stime from /proc/PID/stat at the end, the
@@ -57,7 +57,7 @@ locality over time for the four ways (gnuplot, Debian's gnuplot-nox).
 
     meson test -C BUILD --benchmark policy -v
     NP_BUILD_ROOT=BUILD python3 tests/bench/bench-policy.py [--runs 1]
-        [--duration 360] [--ways numaplaced,numad,kernel,both] [--scenarios 1,2,3,4]
+        [--duration 360] [--every 2] [--ways numaplaced,numad,kernel,both] [--scenarios 1,2,3,4]
         [--png FILE] [--json FILE]
     python3 tests/bench/bench-policy.py --report FILE.json [--png FILE]
 """
@@ -145,7 +145,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
 	np_result s $(cut -d' ' -f1 /proc/uptime) $(loc_a) $(loc $b) \
 		$(( $(np_vmstat pgmigrate_success) - m0 )) $(( $(np_vmstat numa_pte_updates) - u0 )) \
 		$(( $(np_vmstat numa_hint_faults) - f0 )) $( [ -n "$PLACER" ] && cpu_ticks $PLACER || echo 0)
-	sleep 2
+	sleep {every}
 done
 np_result final.a $(np_numa_kb $a)
 np_result final.b $(np_numa_kb $b)
@@ -186,7 +186,7 @@ def run_one(args, scenario, way):
     if way == "numad":
         vm.add_commands("numad")
     script = SCRIPT.replace("{way}", way).replace("{start}", start).replace(
-        "{duration}", str(args.duration))
+        "{duration}", str(args.duration)).replace("{every}", f"{args.every:g}")
     res = vm.run(script, timeout=args.duration + 240)
     if not res.completed or res.rc != 0:
         print(res.console.replace("\r", "")[-4000:])
@@ -197,7 +197,8 @@ def run_one(args, scenario, way):
         f = line.split()
         samples.append((float(f[0]) - t0, int(f[1]) / 1000.0, int(f[2]) / 1000.0, int(f[3]), int(f[4]), int(f[5]),
                         int(f[6]) if len(f) > 6 and f[6].isdigit() else 0))
-    out = {"samples": samples, "balancing": res.get("balancing"), "duration": args.duration}
+    out = {"samples": samples, "balancing": res.get("balancing"), "duration": args.duration,
+           "every": args.every}
     # the placer's CPU once the moves are over: from STEADY_FROM s to the end, per minute
     hz = res.int("hz") or 100
     steady = [x for x in samples if x[0] >= STEADY_FROM]
@@ -292,6 +293,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--duration", type=int, default=360, help="seconds each way runs after the workloads start")
+    ap.add_argument("--every", type=float, default=2.0,
+                    help="seconds the VM sleeps between two samples (each takes about 0.3 s more under TCG)")
     ap.add_argument("--ways", default=",".join(WAYS))
     ap.add_argument("--scenarios", default="1,2,3,4")
     ap.add_argument("--png", default=os.path.join(npvm.vm_build_dir(), "bench-policy.png"))

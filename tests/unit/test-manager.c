@@ -1542,6 +1542,47 @@ static void test_round_waits_for_busy_starter(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(np_mask_weight(p->target), ==, 1);
 }
 
+/* A round that would spread a process over two nodes for want of memory
+ * that a process starting beside it holds, below MinProcessMemory= (no
+ * follow-up scan of its own) but from half of it up and not yet measured,
+ * waits for the follow-up scan; with that process measured (idle: it stays
+ * where it is), the process is decided on two nodes. */
+static void test_round_waits_for_small_starter(Fixture *f, gconstpointer data) {
+        unsigned utime;
+        NpProcess *p = first_sight(f, true, &utime);
+        /* node 2, with most of 4242's pages, lacks 205 MiB for it */
+        f->m->config->min_process_memory = 512u << 20;
+
+        /* 4343: 300 MiB, idle so far, seen 1.19 s after its start */
+        clone_bigdb(f, 4343);
+        set_stat_field_of(f, 4343, 24, 76800);
+        set_stat_field_of(f, 4343, 14, 0);
+        set_stat_field_of(f, 4343, 15, 0);
+        seen_young(f);
+        set_stat(f, utime += one_cpu_ticks(), 262144);
+        scan_and_decide(f);
+        NpProcess *q = np_manager_process(f->m, 4343);
+        g_assert_nonnull(q);
+        g_assert_false(q->significant);
+        g_assert_false(np_process_cpu_settled(q));
+        g_assert_true(p->significant);
+        g_assert_cmpuint(f->m->awaiting_bytes, ==, 0); /* below MinProcessMemory: no follow-up of its own */
+        g_assert_cmpuint(f->m->rounds_deferred, ==, 1);
+        g_assert_cmpuint(f->m->scan_interval_usec, ==, NP_FOLLOWUP_USEC);
+        g_assert_cmpint(p->state, ==, NP_PROC_OBSERVED);
+        g_assert_null(p->target);
+
+        /* 4343 measured idle, its memory held still: 4242 gets two nodes */
+        set_stat(f, utime += one_cpu_ticks(), 262144);
+        scan_and_decide(f);
+        g_assert_false(q->significant);
+        g_assert_true(np_process_cpu_settled(q));
+        g_assert_cmpuint(f->m->rounds_deferred, ==, 0);
+        g_assert_cmpint(p->state, ==, NP_PROC_ADVISED);
+        g_assert_cmpuint(np_mask_weight(p->target), ==, 2);
+        g_assert_nonnull(strstr(p->decision, "2 alone is too small (memory"));
+}
+
 /* Newcomers that keep arriving hold a process that needs their memory
  * back NP_DECIDE_WAIT_ROUNDS rounds at most. */
 static void test_round_wait_bounded(Fixture *f, gconstpointer data) {
@@ -1595,6 +1636,7 @@ int main(int argc, char **argv) {
         ADD("/manager/round-waits-for-newcomer", "4node", test_round_waits_for_newcomer);
         ADD("/manager/round-waits-for-kernel-newcomer", "4node", test_round_waits_for_kernel_newcomer);
         ADD("/manager/round-waits-for-busy-starter", "4node", test_round_waits_for_busy_starter);
+        ADD("/manager/round-waits-for-small-starter", "4node", test_round_waits_for_small_starter);
         ADD("/manager/round-wait-bounded", "4node", test_round_wait_bounded);
         ADD("/manager/round-fits-one", "4node", test_round_fits_one);
         ADD("/manager/kernel-watch", "4node", test_kernel_watch);
