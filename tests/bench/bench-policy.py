@@ -294,7 +294,7 @@ def main():
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--duration", type=int, default=360, help="seconds each way runs after the workloads start")
     ap.add_argument("--every", type=float, default=2.0,
-                    help="seconds the VM sleeps between two samples (each takes about 0.3 s more under TCG)")
+                    help="seconds the VM sleeps between two samples (each takes 0.25 to 0.3 s more under TCG)")
     ap.add_argument("--ways", default=",".join(WAYS))
     ap.add_argument("--scenarios", default="1,2,3,4")
     ap.add_argument("--png", default=os.path.join(npvm.vm_build_dir(), "bench-policy.png"))
