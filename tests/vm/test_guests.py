@@ -28,8 +28,10 @@ gives each guest two nodes.
            while node 3 has the most free ordinary memory): each guest on
            its own node of 0-2 with >= 95% of its huge pages there, within 3
            scans; node 3 never chosen; the pools' free pages show the huge
-           pages moved. Pages the kernel found in use stay until the
-           daemon's own later move: such a guest is checked after it.
+           pages moved
+
+A guest whose move left pages the kernel found in use (seen with huge
+pages) is checked after the daemon's own later move of the rest.
 
 Run one: python3 tests/vm/test_guests.py anon
 """
@@ -134,12 +136,12 @@ np_result pools.before $(huge_pools)
 placed_slow() { all_placed "$@" && return 0; sleep 0.9; return 1; }
 np_wait_for @WAIT@ placed_slow $a $b $c
 np_result placed.after $(awk -v a="$(now)" -v b="$t0" 'BEGIN { print a - b }')
-# Huge pages the kernel found in use (a positive return of migrate_pages(2),
+# Pages the kernel found in use (a positive return of migrate_pages(2),
 # tried once more 0.1 s later) stay where they were until the daemon moves
 # the rest itself, after MinSecondsBetweenMoves= doubled (its Decision says
 # so): a guest whose last move left some waits until a move leaves none.
-# Seen in CI once in about 20 runs (38 pages, all those on one node), and
-# here (tests/vm/README.md, "Huge pages in use").
+# Seen with huge pages, in CI once in about 20 runs (38 pages, all those on
+# one node), and here (tests/vm/README.md, "Huge pages in use").
 placed_whole() { grep "Placed $1 " /tmp/numaplaced.log | tail -n 1 | grep -q "could not move" || return 0; sleep 0.9; return 1; }
 for x in a b c; do
 	eval p=\$$x
