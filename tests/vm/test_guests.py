@@ -140,8 +140,8 @@ np_result placed.after $(awk -v a="$(now)" -v b="$t0" 'BEGIN { print a - b }')
 # tried once more 0.1 s later) stay where they were until the daemon moves
 # the rest itself, after MinSecondsBetweenMoves= doubled (its Decision says
 # so): a guest whose last move left some waits until a move leaves none.
-# Seen with huge pages, in CI once in about 20 runs (38 pages, all those on
-# one node), and here (tests/vm/README.md, "Huge pages in use").
+# Seen with huge pages, now and then (38 pages, all those on one node):
+# tests/vm/README.md, "Huge pages in use".
 placed_whole() { grep "Placed $1 " /tmp/numaplaced.log | tail -n 1 | grep -q "could not move" || return 0; sleep 0.9; return 1; }
 for x in a b c; do
 	eval p=\$$x
