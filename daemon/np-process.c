@@ -67,6 +67,8 @@ void np_process_free(NpProcess *p) {
                 g_array_unref(p->cpu_per_node);
         if (p->thread_ticks)
                 g_hash_table_unref(p->thread_ticks);
+        if (p->thread_cpu)
+                g_array_unref(p->thread_cpu);
         np_mask_free(p->target);
         np_mask_free(p->left);
         np_mask_free(p->runs_on);
@@ -247,6 +249,7 @@ typedef struct {
         NpProcess *p;
         const NpTopology *t;
         GHashTable *ticks; /* tid -> utime+stime */
+        GArray *threads; /* NpThreadCpu of those measured */
         NpMask *all, *busy;
         GArray *per_node;
         double secs, hz; /* secs 0: no CPU use is measured this time */
@@ -263,6 +266,10 @@ static void take_thread(ThreadRead *r, int tid, int n, uint64_t tk) {
             tk >= GPOINTER_TO_SIZE(prev)) {
                 double cpu = (double) (tk - GPOINTER_TO_SIZE(prev)) / r->hz / r->secs;
                 add_cpu(r->per_node, (unsigned) n, cpu);
+                if (r->threads) {
+                        NpThreadCpu tc = { (pid_t) tid, n, cpu };
+                        g_array_append_val(r->threads, tc);
+                }
                 if (cpu >= NP_BUSY_THREAD_CPU)
                         np_mask_set(r->busy, (unsigned) n);
         }
@@ -330,6 +337,7 @@ static void read_threads(NpProcess *p, const NpTopology *t, NpProcTable *tab) {
                 .all = all,
                 .busy = busy,
                 .per_node = g_array_new(FALSE, FALSE, sizeof(NpNodeCpu)),
+                .threads = from_stat ? NULL : g_array_new(FALSE, FALSE, sizeof(NpThreadCpu)),
                 .secs = p->threads_usec && now > p->threads_usec && p->threads_from_stat == from_stat
                         ? (double) (now - p->threads_usec) / 1e6
                         : 0.0,
@@ -359,6 +367,9 @@ static void read_threads(NpProcess *p, const NpTopology *t, NpProcTable *tab) {
         if (p->thread_ticks)
                 g_hash_table_unref(p->thread_ticks);
         p->thread_ticks = g_steal_pointer(&ticks);
+        if (p->thread_cpu)
+                g_array_unref(p->thread_cpu);
+        p->thread_cpu = r.threads;
         p->threads_usec = now;
         p->threads_from_stat = from_stat;
 }
@@ -386,6 +397,38 @@ void np_process_read_cgroup(NpProcess *p, NpProcTable *tab) {
 static bool still_there(const NpProcess *p) {
         NpPidStat st;
         return np_read_pid_stat(p->pid, &st) == 0 && st.starttime == p->starttime;
+}
+
+void np_thread_faults_clear(NpThreadFaults *t) {
+        g_clear_pointer(&t->faults, g_array_unref);
+}
+
+static gint by_cpu_desc(gconstpointer a, gconstpointer b) {
+        const NpThreadFaults *x = a, *y = b;
+        if (x->cpu != y->cpu)
+                return x->cpu > y->cpu ? -1 : 1;
+        return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+int np_process_read_thread_faults(const NpProcess *p, double min_cpu, GArray **out) {
+        g_autoptr(GArray) a = g_array_new(FALSE, FALSE, sizeof(NpThreadFaults));
+        g_array_set_clear_func(a, (GDestroyNotify) np_thread_faults_clear);
+        for (guint i = 0; p->thread_cpu && i < p->thread_cpu->len; i++) {
+                const NpThreadCpu *tc = &g_array_index(p->thread_cpu, NpThreadCpu, i);
+                g_autofree char *buf = NULL;
+                GArray *faults = NULL;
+                if (tc->cpu < min_cpu ||
+                    np_read_filef(&buf, NULL, "/proc/%d/task/%d/sched", p->pid, (int) tc->tid) < 0 ||
+                    np_parse_sched_numa_faults(buf, &faults) < 0)
+                        continue;
+                NpThreadFaults t = { tc->tid, tc->node, tc->cpu, faults };
+                g_array_append_val(a, t);
+        }
+        if (a->len == 0 && !still_there(p))
+                return -ESRCH;
+        g_array_sort(a, by_cpu_desc);
+        *out = g_steal_pointer(&a);
+        return 0;
 }
 
 static uint64_t realtime_usec(void) {

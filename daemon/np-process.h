@@ -68,6 +68,24 @@ typedef enum {
 /* A thread counts as busy (for running_nodes) from this many CPUs. */
 #define NP_BUSY_THREAD_CPU 0.1
 
+/* One thread's CPU use over the interval before the last read of its
+ * process's threads, and the node of the CPU it last ran on. */
+typedef struct {
+        pid_t tid;
+        int node; /* -1 = unknown */
+        double cpu; /* CPUs */
+} NpThreadCpu;
+
+/* One busy thread's NUMA hinting faults (np_process_read_thread_faults()). */
+typedef struct {
+        pid_t tid;
+        int node; /* where it last ran, -1 = unknown */
+        double cpu; /* CPUs, as in NpThreadCpu */
+        GArray *faults; /* NpNodeFaults (np-sample.h), owned */
+} NpThreadFaults;
+
+void np_thread_faults_clear(NpThreadFaults *t);
+
 typedef struct {
         int pid;
         uint64_t starttime; /* clock ticks after boot: identity with pid */
@@ -104,6 +122,8 @@ typedef struct {
         GArray *cpu_per_node; /* NpNodeCpu: its CPU use by node, from its threads'
                                * CPU time since the last read and their last CPU */
         GHashTable *thread_ticks; /* tid -> utime+stime at the last read */
+        GArray *thread_cpu; /* NpThreadCpu: the CPU use of each thread measured at that read
+                             * (read from its own stat, not the process's); NULL = none */
         uint64_t threads_usec; /* CLOCK_MONOTONIC of that read, 0 = never */
         bool threads_from_stat; /* that read took the process's stat (one thread, or confined to one node): its
                                  * ticks include the threads that exited, a thread's do not */
@@ -195,6 +215,17 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpProcess, np_process_free)
  * one thread, the stat that stands for its task/<pid>/stat.
  */
 int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsigned maps_max_scans);
+
+/*
+ * The NUMA hinting faults of p's threads that used at least `min_cpu` CPUs
+ * at the last read of its threads (thread_cpu), from their
+ * /proc/PID/task/TID/sched, in a new GArray of NpThreadFaults (cleared on
+ * free) in *out, busiest first. A thread that exited since, or whose sched
+ * file has no fault lines (no faults yet, a kernel without NUMA balancing
+ * or SCHED_DEBUG), or cannot be parsed, is left out. 0, or -ESRCH when the
+ * process is gone (no thread could be read and its stat neither).
+ */
+int np_process_read_thread_faults(const NpProcess *p, double min_cpu, GArray **out);
 
 /* maps_max_scans for np_process_refresh(): read numa_maps and the other
  * details now whatever the rules say (before a move). Otherwise numa_maps is read by the rule of

@@ -16,6 +16,9 @@
 
 /* ---- small lexing helpers ---------------------------------------------- */
 
+/* Node ids above this are not a real machine's: a malformed line. */
+#define MAX_NODE_ID (1u << 20)
+
 static bool is_blank(char c) {
         return c == ' ' || c == '\t';
 }
@@ -520,6 +523,46 @@ int np_parse_sched_numa_migrated(const char *buf, uint64_t *pages) {
         return -ENOENT;
 }
 
+/* "KEY=NUMBER" at *p (after blanks): the number, *p past it. */
+static int faults_field(const char **p, const char *key, uint64_t *v) {
+        const char *s = skip_blanks(*p);
+        size_t n = strlen(key);
+        if (strncmp(s, key, n) != 0 || s[n] != '=')
+                return -EINVAL;
+        s += n + 1;
+        if (np_lex_u64(&s, v) < 0 || (*s && *s != '\n' && !is_blank(*s)))
+                return -EINVAL;
+        *p = s;
+        return 0;
+}
+
+int np_parse_sched_numa_faults(const char *buf, GArray **out) {
+        if (!buf || !out)
+                return -EINVAL;
+        static const char key[] = "numa_faults";
+        g_autoptr(GArray) a = NULL;
+        for (const char *p = buf; p && *p;) {
+                if (strncmp(p, key, sizeof key - 1) == 0 && is_blank(p[sizeof key - 1])) {
+                        const char *s = p + sizeof key - 1;
+                        uint64_t node, priv, shared;
+                        if (faults_field(&s, "node", &node) < 0 || node >= MAX_NODE_ID ||
+                            faults_field(&s, "task_private", &priv) < 0 ||
+                            faults_field(&s, "task_shared", &shared) < 0)
+                                return -EINVAL;
+                        NpNodeFaults f = { (unsigned) node, priv, shared };
+                        if (!a)
+                                a = g_array_new(FALSE, FALSE, sizeof(NpNodeFaults));
+                        g_array_append_val(a, f);
+                }
+                p = strchr(p, '\n');
+                p = p ? p + 1 : NULL;
+        }
+        if (!a)
+                return -ENOENT;
+        *out = g_steal_pointer(&a);
+        return 0;
+}
+
 void np_pid_status_clear(NpPidStatus *s) {
         if (!s)
                 return;
@@ -529,8 +572,6 @@ void np_pid_status_clear(NpPidStatus *s) {
 }
 
 /* ---- /proc/<pid>/numa_maps ---------------------------------------------- */
-
-#define MAX_NODE_ID (1u << 20)
 
 typedef struct {
         unsigned node;

@@ -149,6 +149,25 @@ int np_parse_status_hugetlb(const char *buf, uint64_t *bytes);
  * a malformed value. */
 int np_parse_sched_numa_migrated(const char *buf, uint64_t *pages);
 
+/* One thread's NUMA hinting faults on pages of one node, from its sched
+ * file: counts the kernel's NUMA balancing keeps and decays (halved at
+ * each of its scan periods), on private pages (only this thread touched
+ * them of late) and shared ones. */
+typedef struct {
+        unsigned node;
+        uint64_t private_faults;
+        uint64_t shared_faults;
+} NpNodeFaults;
+
+/* The "numa_faults node=N task_private=P task_shared=S ..." lines of a
+ * /proc/<pid>/task/<tid>/sched buffer (6.1 and later print one per online
+ * node once the thread has faulted; group_private and group_shared, the
+ * faults of its NUMA group, are not taken), in a new GArray of NpNodeFaults
+ * in *out, in the order of the lines. 0; -ENOENT when there is no such line
+ * (no faults yet, or a kernel without CONFIG_NUMA_BALANCING or
+ * CONFIG_SCHED_DEBUG: *out is not set); -EINVAL for a malformed line. */
+int np_parse_sched_numa_faults(const char *buf, GArray **out);
+
 /* CPU use on one node (a process's, by where its threads ran). */
 typedef struct {
         unsigned node;

@@ -246,6 +246,78 @@ static void test_thread_ended(void) {
         remove_root(root, pid);
 }
 
+/* Each busy thread's NUMA hinting faults, from its task/<tid>/sched: the
+ * root's task/ holds a directory per thread with its real stat and a
+ * sched file of this test's. The busiest thread first; a thread below
+ * the CPU asked for is left out; a gone process is -ESRCH. */
+static void test_thread_faults(void) {
+        g_autoptr(NpTopology) topo = load_8node();
+        pid_t pid = spawn_spinner(2, false);
+        char *root = make_root(pid, false);
+        g_autofree char *task = g_strdup_printf("%s/proc/%d/task", root, pid);
+        g_assert_cmpint(g_mkdir(task, 0755), ==, 0);
+        g_autofree char *real = g_strdup_printf("/proc/%d/task", pid);
+        g_autoptr(GDir) d = g_dir_open(real, 0, NULL);
+        g_assert_nonnull(d);
+        const char *name;
+        unsigned n = 0;
+        while ((name = g_dir_read_name(d))) {
+                g_autofree char *dir = g_build_filename(task, name, NULL);
+                g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
+                g_autofree char *stat = g_build_filename(dir, "stat", NULL);
+                g_autofree char *target = g_strdup_printf("/proc/%d/task/%s/stat", pid, name);
+                g_assert_cmpint(symlink(target, stat), ==, 0);
+                g_autofree char *sched = g_build_filename(dir, "sched", NULL);
+                g_autofree char *text = g_strdup_printf(
+                        "numa_faults node=0 task_private=%u task_shared=3 group_private=0 group_shared=0\n"
+                        "numa_faults node=1 task_private=%s task_shared=0 group_private=0 group_shared=0\n",
+                        100 * (n + 1), name);
+                g_assert_true(g_file_set_contents(sched, text, -1, NULL));
+                n++;
+        }
+        g_assert_cmpuint(n, ==, 2);
+        np_sysroot_set(root);
+        g_autoptr(NpProcTable) tab = np_proc_table_new(64);
+        g_autoptr(NpProcess) p = refresh_twice(topo, tab, pid);
+        g_assert_false(p->threads_from_stat);
+        g_assert_nonnull(p->thread_cpu);
+        g_assert_cmpuint(p->thread_cpu->len, ==, 2);
+
+        g_autoptr(GArray) f = NULL;
+        g_assert_cmpint(np_process_read_thread_faults(p, 0.0, &f), ==, 0);
+        g_assert_cmpuint(f->len, ==, 2);
+        const NpThreadFaults *a = &g_array_index(f, NpThreadFaults, 0), *b = &g_array_index(f, NpThreadFaults, 1);
+        g_assert_cmpfloat(a->cpu, >=, b->cpu);
+        g_assert_cmpint(a->node, ==, 0); /* CPU 0 is node 0 in the fixture */
+        for (guint i = 0; i < f->len; i++) {
+                const NpThreadFaults *x = &g_array_index(f, NpThreadFaults, i);
+                g_assert_cmpuint(x->faults->len, ==, 2);
+                /* node 1's count is the thread's id: the file read was its own */
+                g_assert_cmpuint(g_array_index(x->faults, NpNodeFaults, 1).private_faults, ==, (guint64) x->tid);
+                g_assert_cmpuint(g_array_index(x->faults, NpNodeFaults, 0).shared_faults, ==, 3);
+        }
+        g_autoptr(GArray) none = NULL;
+        g_assert_cmpint(np_process_read_thread_faults(p, 1000.0, &none), ==, 0);
+        g_assert_cmpuint(none->len, ==, 0);
+
+        kill_spinner(pid);
+        GArray *gone = NULL;
+        g_assert_cmpint(np_process_read_thread_faults(p, 1000.0, &gone), ==, -ESRCH);
+        g_assert_null(gone);
+        np_sysroot_set(NULL);
+        /* the per-thread directories first */
+        g_autoptr(GDir) d2 = g_dir_open(task, 0, NULL);
+        while (d2 && (name = g_dir_read_name(d2))) {
+                g_autofree char *dir = g_build_filename(task, name, NULL);
+                g_autofree char *s1 = g_build_filename(dir, "stat", NULL), *s2 = g_build_filename(dir, "sched", NULL);
+                g_unlink(s1);
+                g_unlink(s2);
+                g_rmdir(dir);
+        }
+        g_rmdir(task);
+        remove_root(root, pid);
+}
+
 /* Place p (as the policy does) on `node`. */
 static void set_placed(NpProcess *p, unsigned node) {
         p->state = NP_PROC_PLACED;
@@ -409,6 +481,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/process/threads/one-after-two", test_thread_ended);
         g_test_add_func("/process/threads/confined-to-one-node", test_confined);
         g_test_add_func("/process/kernel-migrated", test_kernel_migrated);
+        g_test_add_func("/process/thread-faults", test_thread_faults);
         g_test_add_func("/process/kernel-churn", test_kernel_churn);
         return g_test_run();
 }

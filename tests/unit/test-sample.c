@@ -830,6 +830,51 @@ static void test_list_pids(void) {
         g_assert_cmpint(np_clock_ticks(), >, 0);
 }
 
+/* The numa_faults lines of a thread's sched file, as 6.1 printed them for
+ * a worker of the numa02 shape in the 4-node VM. */
+static void test_sched_numa_faults(void) {
+        static const char sched[] =
+                "np-workload (170, #threads: 5)\n"
+                "numa_pages_migrated                          :                 3077\n"
+                "numa_preferred_nid                           :                    0\n"
+                "total_numa_faults                            :                31909\n"
+                "current_node=0, numa_group_id=0\n"
+                "numa_faults node=0 task_private=28805 task_shared=0 group_private=28805 group_shared=0\n"
+                "numa_faults node=1 task_private=2624 task_shared=1 group_private=2624 group_shared=2\n"
+                "numa_faults node=2 task_private=479 task_shared=0 group_private=40593 group_shared=1\n"
+                "numa_faults node=3 task_private=0 task_shared=0 group_private=0 group_shared=0\n";
+        g_autoptr(GArray) f = NULL;
+        g_assert_cmpint(np_parse_sched_numa_faults(sched, &f), ==, 0);
+        g_assert_cmpuint(f->len, ==, 4);
+        const NpNodeFaults *x = &g_array_index(f, NpNodeFaults, 1);
+        g_assert_cmpuint(x->node, ==, 1);
+        g_assert_cmpuint(x->private_faults, ==, 2624);
+        g_assert_cmpuint(x->shared_faults, ==, 1);
+        g_assert_cmpuint(g_array_index(f, NpNodeFaults, 0).private_faults, ==, 28805);
+        g_assert_cmpuint(g_array_index(f, NpNodeFaults, 3).node, ==, 3);
+
+        GArray *none = NULL;
+        /* no faults yet, or a kernel without the balancing: no lines */
+        g_assert_cmpint(np_parse_sched_numa_faults("numa_preferred_nid : -1\n", &none), ==, -ENOENT);
+        g_assert_cmpint(np_parse_sched_numa_faults("", &none), ==, -ENOENT);
+        g_assert_null(none);
+        /* the group's counts alone are not enough */
+        g_assert_cmpint(np_parse_sched_numa_faults("numa_faults node=0 group_private=5\n", &none), ==, -EINVAL);
+        g_assert_cmpint(np_parse_sched_numa_faults("numa_faults node=x task_private=1 task_shared=0\n", &none), ==,
+                        -EINVAL);
+        g_assert_cmpint(np_parse_sched_numa_faults("numa_faults node=0 task_private=-1 task_shared=0\n", &none),
+                        ==, -EINVAL);
+        g_assert_cmpint(
+                np_parse_sched_numa_faults("numa_faults node=4294967296 task_private=1 task_shared=0\n", &none), ==,
+                -EINVAL);
+        g_assert_cmpint(np_parse_sched_numa_faults("numa_faults node=0 task_private=1x task_shared=0\n", &none), ==,
+                        -EINVAL);
+        g_assert_null(none);
+        /* a longer key with the same start is not it */
+        g_assert_cmpint(np_parse_sched_numa_faults("numa_faults_x node=0\n", &none), ==, -ENOENT);
+        g_assert_cmpint(np_parse_sched_numa_faults(NULL, &none), ==, -EINVAL);
+}
+
 /* The numa_pages_migrated line of a thread's sched file (6.1 and 6.18
  * print it the same way). */
 static void test_sched_numa_migrated(void) {
@@ -866,6 +911,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/sample/nodes-special", test_sample_nodes_special);
         g_test_add_func("/sample/gained", test_sample_gained);
         g_test_add_func("/sample/sched-numa-migrated", test_sched_numa_migrated);
+        g_test_add_func("/sample/sched-numa-faults", test_sched_numa_faults);
         g_test_add_func("/sample/pid-stat-hostile", test_pid_stat_hostile);
         g_test_add_func("/sample/pid-stat-truncated", test_pid_stat_truncated);
         g_test_add_func("/sample/pid-stat-malformed", test_pid_stat_malformed);
