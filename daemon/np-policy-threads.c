@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "np-policy-threads.h"
+
+#include "np-sample.h"
+
+const char *np_homes_why_to_string(NpHomesWhy why) {
+        switch (why) {
+        case NP_HOMES_GIVEN:
+                return "given";
+        case NP_HOMES_FEW_THREADS:
+                return "fewer than two busy threads";
+        case NP_HOMES_FEW_FAULTS:
+                return "the kernel has counted too few of its threads' NUMA faults";
+        case NP_HOMES_SHARED:
+                return "its threads share their pages";
+        case NP_HOMES_ONE_NODE:
+                return "its threads would all run on one node";
+        case NP_HOMES_NO_NODES:
+                return "fewer than two nodes with CPUs and memory";
+        }
+        return "?";
+}
+
+/* What one thread's faults say. */
+typedef struct {
+        guint index; /* in threads */
+        double decided; /* the largest share of its private faults on one node */
+} Order;
+
+static uint64_t private_on(const NpPolicyThread *t, unsigned node) {
+        for (guint i = 0; t->faults && i < t->faults->len; i++) {
+                const NpNodeFaults *f = &g_array_index(t->faults, NpNodeFaults, i);
+                if (f->node == node)
+                        return f->private_faults;
+        }
+        return 0;
+}
+
+static double decided(const NpPolicyThread *t) {
+        uint64_t sum = 0, most = 0;
+        for (guint i = 0; t->faults && i < t->faults->len; i++) {
+                const NpNodeFaults *f = &g_array_index(t->faults, NpNodeFaults, i);
+                sum += f->private_faults;
+                most = MAX(most, f->private_faults);
+        }
+        return sum ? (double) most / (double) sum : 0.0;
+}
+
+static gint by_order(gconstpointer a, gconstpointer b, gpointer data) {
+        const Order *x = a, *y = b;
+        const NpPolicyThread *threads = data;
+        const NpPolicyThread *tx = &threads[x->index], *ty = &threads[y->index];
+        if (x->decided != y->decided)
+                return x->decided > y->decided ? -1 : 1;
+        if (tx->cpu != ty->cpu)
+                return tx->cpu > ty->cpu ? -1 : 1;
+        return (tx->tid > ty->tid) - (tx->tid < ty->tid);
+}
+
+static double own_on(const GArray *own, unsigned node) {
+        for (guint i = 0; own && i < own->len; i++)
+                if (g_array_index(own, NpNodeCpu, i).node == node)
+                        return g_array_index(own, NpNodeCpu, i).cpu;
+        return 0.0;
+}
+
+/* Is node a better home for t than best (both candidates; load[] after the
+ * homes given so far)? */
+static bool better(const NpPolicyNode *nodes, const double *load, double cap_share, const NpPolicyThread *t, guint a,
+                   guint b) {
+        bool fits_a = load[a] + t->cpu <= nodes[a].cpu_capacity * cap_share;
+        bool fits_b = load[b] + t->cpu <= nodes[b].cpu_capacity * cap_share;
+        if (fits_a != fits_b)
+                return fits_a;
+        bool home_a = t->home == (int) nodes[a].id, home_b = t->home == (int) nodes[b].id;
+        if (fits_a && home_a != home_b)
+                return home_a;
+        uint64_t pa = private_on(t, nodes[a].id), pb = private_on(t, nodes[b].id);
+        if (fits_a && pa != pb)
+                return pa > pb;
+        /* the least load, as a share of the node's CPUs */
+        double la = load[a] / nodes[a].cpu_capacity, lb = load[b] / nodes[b].cpu_capacity;
+        if (la != lb)
+                return la < lb;
+        return nodes[a].id < nodes[b].id;
+}
+
+GArray *np_policy_thread_homes(const NpPolicyNode *nodes, guint n_nodes, const NpMask *on, const GArray *own,
+                               const NpPolicyThread *threads, guint n, unsigned target_utilization, NpHomesWhy *why) {
+        NpHomesWhy dummy;
+        if (!why)
+                why = &dummy;
+        if (n < 2) {
+                *why = NP_HOMES_FEW_THREADS;
+                return NULL;
+        }
+        uint64_t priv = 0, all = 0;
+        for (guint i = 0; i < n; i++)
+                for (guint k = 0; threads[i].faults && k < threads[i].faults->len; k++) {
+                        const NpNodeFaults *f = &g_array_index(threads[i].faults, NpNodeFaults, k);
+                        priv += f->private_faults;
+                        all += f->private_faults + f->shared_faults;
+                }
+        if (all < (uint64_t) NP_HOMES_MIN_FAULTS * n) {
+                *why = NP_HOMES_FEW_FAULTS;
+                return NULL;
+        }
+        if ((double) priv < NP_HOMES_PRIVATE_SHARE * (double) all) {
+                *why = NP_HOMES_SHARED;
+                return NULL;
+        }
+
+        g_autofree guint *cand = g_new0(guint, n_nodes ? n_nodes : 1);
+        g_autofree double *load = g_new0(double, n_nodes ? n_nodes : 1);
+        guint n_cand = 0;
+        for (guint i = 0; i < n_nodes; i++) {
+                if (nodes[i].cpu_capacity <= 0 || nodes[i].mem_total == 0 || (on && !np_mask_test(on, nodes[i].id)))
+                        continue;
+                load[i] = MAX(0.0, nodes[i].cpu_busy - own_on(own, nodes[i].id));
+                cand[n_cand++] = i;
+        }
+        if (n_cand < 2) {
+                *why = NP_HOMES_NO_NODES;
+                return NULL;
+        }
+
+        g_autoptr(GArray) order = g_array_sized_new(FALSE, FALSE, sizeof(Order), n);
+        for (guint i = 0; i < n; i++) {
+                Order o = { i, decided(&threads[i]) };
+                g_array_append_val(order, o);
+        }
+        g_array_sort_with_data(order, by_order, (gpointer) threads);
+
+        double cap_share = (double) target_utilization / 100.0;
+        g_autofree int *home = g_new(int, n);
+        for (guint k = 0; k < n; k++) {
+                const NpPolicyThread *t = &threads[g_array_index(order, Order, k).index];
+                guint best = cand[0];
+                for (guint c = 1; c < n_cand; c++)
+                        if (better(nodes, load, cap_share, t, cand[c], best))
+                                best = cand[c];
+                load[best] += t->cpu;
+                home[g_array_index(order, Order, k).index] = (int) best;
+        }
+
+        bool spread = false;
+        for (guint i = 1; i < n; i++)
+                spread |= home[i] != home[0];
+        if (!spread) {
+                *why = NP_HOMES_ONE_NODE;
+                return NULL;
+        }
+        GArray *out = g_array_sized_new(FALSE, FALSE, sizeof(NpThreadHome), n);
+        for (guint i = 0; i < n; i++) {
+                NpThreadHome h = { threads[i].tid, nodes[home[i]].id };
+                g_array_append_val(out, h);
+        }
+        *why = NP_HOMES_GIVEN;
+        return out;
+}

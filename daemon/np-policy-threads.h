@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+/*
+ * Thread homes: a pure function, like np-policy.h, that the manager applies
+ * after the policy's round (np-decide.c). No I/O.
+ *
+ * A process whose CPU demand needs several nodes is spread over them, and
+ * as a whole it is local nowhere. When its busy threads each work on pages
+ * of their own (the shape of numa02 of the AutoNUMA benchmarks: a parallel
+ * job whose threads sweep their own slices), each thread can be local: kept
+ * on one node, the kernel's NUMA balancing moves the pages it alone touches
+ * there, once. Left to the scheduler, which moves the threads between
+ * nodes, the kernel moves the same pages after them again and again.
+ *
+ * What tells such threads: the kernel's NUMA hinting faults of each thread,
+ * by the node the faulting page was on, private (the thread was the last
+ * to touch the page) or shared (/proc/PID/task/TID/sched). Homes are given
+ * when at least two threads are busy, they faulted at least
+ * NP_HOMES_MIN_FAULTS times each on average (the kernel has looked), and
+ * at least NP_HOMES_PRIVATE_SHARE of their faults were private.
+ */
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "np-nodemask.h"
+#include "np-policy.h"
+
+/* The share of the busy threads' hinting faults that must be private. */
+#define NP_HOMES_PRIVATE_SHARE 0.8
+/* The faults a busy thread needs on average before its homes are judged
+ * (the kernel decays the counts, halving them at each of its scan
+ * periods: a steady sweeper keeps thousands). */
+#define NP_HOMES_MIN_FAULTS 200
+
+typedef struct {
+        pid_t tid;
+        double cpu; /* CPUs it used over the last interval */
+        const GArray *faults; /* NpNodeFaults (np-sample.h); NULL = none */
+        int home; /* the node it is kept on now, -1 = none */
+} NpPolicyThread;
+
+typedef struct {
+        pid_t tid;
+        unsigned node;
+} NpThreadHome;
+
+typedef enum {
+        NP_HOMES_GIVEN, /* every busy thread has a home */
+        NP_HOMES_FEW_THREADS, /* fewer than two busy threads */
+        NP_HOMES_FEW_FAULTS, /* the kernel has not counted enough of their faults yet */
+        NP_HOMES_SHARED, /* too many of their faults were on shared pages */
+        NP_HOMES_ONE_NODE, /* they would all go to one node: the policy places it whole */
+        NP_HOMES_NO_NODES, /* `on` has fewer than two nodes with CPUs and memory */
+} NpHomesWhy;
+
+/*
+ * Homes for the busy threads `threads` (n of them, each at least
+ * NP_BUSY_THREAD_CPU) of one process spread over the nodes `on`, of
+ * `nodes` (n_nodes). `own` (NpNodeCpu, may be NULL) is the process's CPU
+ * use by node, which is taken out of each node's cpu_busy: the rest is the
+ * load of others. Nodes without CPUs or memory are never a home.
+ *
+ * Threads are taken most decided first (the largest share of their
+ * private faults on one node), then the busiest, then by tid. Each goes to
+ * the node that, in order: has room for it at target_utilization (percent)
+ * after the homes given before; is its home now (a kept thread stays: the
+ * kernel has moved its pages there); has the most of its private faults
+ * (its pages are there: nothing to move); has the least load; has the
+ * lowest id. When no node has room, the least loaded.
+ *
+ * Returns a new GArray of NpThreadHome in the order of `threads`, and
+ * *why NP_HOMES_GIVEN; NULL with *why saying why not. Deterministic.
+ */
+GArray *np_policy_thread_homes(const NpPolicyNode *nodes, guint n_nodes, const NpMask *on, const GArray *own,
+                               const NpPolicyThread *threads, guint n, unsigned target_utilization, NpHomesWhy *why);
+
+/* "fewer than two busy threads", ...: why for the log. */
+const char *np_homes_why_to_string(NpHomesWhy why);

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Thread homes (np-policy-threads.c) on snapshot literals: which busy
+ * threads of a process spread over several nodes get a node of their own,
+ * and which node. The machine is the VM tests' four one-CPU nodes unless a
+ * test says otherwise; the threads are numa02's workers (0.6 CPUs each).
+ */
+#include <glib.h>
+#include <string.h>
+
+#include "np-policy-threads.h"
+#include "np-sample.h"
+
+#define MiB (1024ull * 1024ull)
+
+typedef struct {
+        NpPolicyNode nodes[8];
+        guint n;
+        NpPolicyThread threads[8];
+        GArray *faults[8];
+        guint n_threads;
+} Case;
+
+static void case_init(Case *c, guint n_nodes, double cpus) {
+        memset(c, 0, sizeof *c);
+        c->n = n_nodes;
+        for (guint i = 0; i < n_nodes; i++)
+                c->nodes[i] = (NpPolicyNode){
+                        .id = i, .cpu_capacity = cpus, .mem_total = 512 * MiB, .mem_free = 256 * MiB
+                };
+}
+
+/* A thread of `cpu` CPUs kept on `home` (-1: none) with `private` faults
+ * on each node of `on` (a string of node digits, "0" or "0123") and
+ * `shared` on the first. */
+static void add_thread(Case *c, double cpu, int home, const char *on, uint64_t private, uint64_t shared) {
+        guint i = c->n_threads++;
+        c->faults[i] = g_array_new(FALSE, FALSE, sizeof(NpNodeFaults));
+        for (const char *s = on; *s; s++) {
+                NpNodeFaults f = { (unsigned) (*s - '0'), private, s == on ? shared : 0 };
+                g_array_append_val(c->faults[i], f);
+        }
+        c->threads[i] = (NpPolicyThread){ .tid = (pid_t) (100 + i), .cpu = cpu, .faults = c->faults[i], .home = home };
+}
+
+static void case_clear(Case *c) {
+        for (guint i = 0; i < c->n_threads; i++)
+                g_array_unref(c->faults[i]);
+}
+
+/* The homes as a string of node digits in the threads' order ("0123"), or
+ * NULL, with *why. */
+static char *homes(Case *c, const NpMask *on, const GArray *own, NpHomesWhy *why) {
+        g_autoptr(GArray) h = np_policy_thread_homes(c->nodes, c->n, on, own, c->threads, c->n_threads, 85, why);
+        if (!h)
+                return NULL;
+        g_assert_cmpuint(h->len, ==, c->n_threads);
+        GString *s = g_string_new(NULL);
+        for (guint i = 0; i < h->len; i++) {
+                const NpThreadHome *x = &g_array_index(h, NpThreadHome, i);
+                g_assert_cmpint(x->tid, ==, c->threads[i].tid);
+                g_string_append_printf(s, "%u", x->node);
+        }
+        return g_string_free(s, FALSE);
+}
+
+/* numa02 as it starts: every slice first touched on node 0, so every
+ * thread's faults are there. One thread stays on node 0 (its pages need
+ * not move), the others get a node each. */
+static void test_first_touch_on_one_node(void) {
+        Case c;
+        case_init(&c, 4, 1.0);
+        for (int i = 0; i < 4; i++)
+                add_thread(&c, 0.6, -1, "0", 5000, 0);
+        NpHomesWhy why;
+        g_autofree char *h = homes(&c, NULL, NULL, &why);
+        g_assert_cmpint(why, ==, NP_HOMES_GIVEN);
+        g_assert_cmpstr(h, ==, "0123");
+        case_clear(&c);
+}
+
+/* The kernel had moved each slice to another node: every thread goes
+ * where its pages are, whatever the order of the threads. */
+static void test_follows_the_pages(void) {
+        Case c;
+        case_init(&c, 4, 1.0);
+        add_thread(&c, 0.6, -1, "2", 40000, 1);
+        add_thread(&c, 0.6, -1, "0", 28000, 0);
+        add_thread(&c, 0.6, -1, "3", 52000, 0);
+        add_thread(&c, 0.6, -1, "1", 31000, 0);
+        g_autofree char *h = homes(&c, NULL, NULL, NULL);
+        g_assert_cmpstr(h, ==, "2031");
+        case_clear(&c);
+}
+
+/* Threads kept on a node stay there, also when their faults (decaying)
+ * still count more on the node their pages came from. */
+static void test_homes_hold(void) {
+        Case c;
+        case_init(&c, 4, 1.0);
+        add_thread(&c, 0.6, 3, "0", 5000, 0);
+        add_thread(&c, 0.6, 2, "0", 5000, 0);
+        add_thread(&c, 0.6, 1, "0", 5000, 0);
+        add_thread(&c, 0.6, 0, "0", 5000, 0);
+        g_autofree char *h = homes(&c, NULL, NULL, NULL);
+        g_assert_cmpstr(h, ==, "3210");
+        case_clear(&c);
+}
+
+/* No homes: one busy thread; faults the kernel has not counted yet;
+ * threads that share their pages (numa01's shape); threads that all fit
+ * on the node of their pages (the policy places the process whole). */
+static void test_no_homes(void) {
+        Case c;
+        NpHomesWhy why;
+        case_init(&c, 4, 1.0);
+        add_thread(&c, 0.6, -1, "0", 5000, 0);
+        g_assert_null(homes(&c, NULL, NULL, &why));
+        g_assert_cmpint(why, ==, NP_HOMES_FEW_THREADS);
+        add_thread(&c, 0.6, -1, "0", 100, 0);
+        c.faults[0]->len = 0;
+        g_assert_null(homes(&c, NULL, NULL, &why));
+        g_assert_cmpint(why, ==, NP_HOMES_FEW_FAULTS);
+        case_clear(&c);
+
+        case_init(&c, 4, 1.0);
+        add_thread(&c, 0.6, -1, "0", 1000, 5000);
+        add_thread(&c, 0.6, -1, "0", 1000, 5000);
+        g_assert_null(homes(&c, NULL, NULL, &why));
+        g_assert_cmpint(why, ==, NP_HOMES_SHARED);
+        case_clear(&c);
+
+        case_init(&c, 4, 4.0);
+        add_thread(&c, 0.6, -1, "0", 5000, 0);
+        add_thread(&c, 0.6, -1, "0", 5000, 0);
+        g_assert_null(homes(&c, NULL, NULL, &why));
+        g_assert_cmpint(why, ==, NP_HOMES_ONE_NODE);
+        g_assert_cmpstr(np_homes_why_to_string(why), ==, "its threads would all run on one node");
+        case_clear(&c);
+}
+
+/* The load of others counts (the process's own CPU on a node is not
+ * load): node 1 is busy with another process, so node 0's second thread
+ * goes to node 2 although its pages are on node 1. Nodes outside `on`,
+ * without CPUs or without memory are never a home. */
+static void test_room_and_nodes(void) {
+        Case c;
+        case_init(&c, 4, 1.0);
+        c.nodes[0].cpu_busy = 0.6; /* this process's */
+        c.nodes[1].cpu_busy = 0.9;
+        add_thread(&c, 0.6, -1, "0", 5000, 0);
+        add_thread(&c, 0.6, -1, "1", 5000, 0);
+        g_autoptr(GArray) own = g_array_new(FALSE, FALSE, sizeof(NpNodeCpu));
+        NpNodeCpu o = { 0, 0.6 };
+        g_array_append_val(own, o);
+        g_autofree char *h = homes(&c, NULL, own, NULL);
+        g_assert_cmpstr(h, ==, "02");
+
+        /* only nodes 0 and 1 (placed whole there): the second thread
+         * fits on neither and goes to the less loaded, node 0, with the
+         * first: one node, no homes */
+        g_autoptr(NpMask) on = NULL;
+        NpHomesWhy why;
+        g_assert_cmpint(np_mask_parse("0-1", &on), ==, 0);
+        g_assert_null(homes(&c, on, own, &why));
+        g_assert_cmpint(why, ==, NP_HOMES_ONE_NODE);
+        /* with node 1 less busy, each keeps its pages' node */
+        c.nodes[1].cpu_busy = 0.2;
+        g_autofree char *h2 = homes(&c, on, own, NULL);
+        g_assert_cmpstr(h2, ==, "01");
+        case_clear(&c);
+
+        /* node 2 has no memory, node 3 no CPUs: 0 and 1 share */
+        case_init(&c, 4, 1.0);
+        c.nodes[2].mem_total = 0;
+        c.nodes[3].cpu_capacity = 0;
+        for (int i = 0; i < 3; i++)
+                add_thread(&c, 0.6, -1, "0", 5000, 0);
+        g_autofree char *h3 = homes(&c, NULL, NULL, NULL);
+        g_assert_cmpstr(h3, ==, "010");
+        /* only one node left: none */
+        g_autoptr(NpMask) one = NULL;
+        g_assert_cmpint(np_mask_parse("0,2-3", &one), ==, 0);
+        g_assert_null(homes(&c, one, NULL, &why));
+        g_assert_cmpint(why, ==, NP_HOMES_NO_NODES);
+        case_clear(&c);
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/homes/first-touch-on-one-node", test_first_touch_on_one_node);
+        g_test_add_func("/homes/follows-the-pages", test_follows_the_pages);
+        g_test_add_func("/homes/hold", test_homes_hold);
+        g_test_add_func("/homes/none", test_no_homes);
+        g_test_add_func("/homes/room-and-nodes", test_room_and_nodes);
+        return g_test_run();
+}
