@@ -75,6 +75,41 @@ static void log_released(const NpStateProcess *p, bool alive, int r, const char 
                               nodes, why, p->orig_cgroup ? " in " : "", p->orig_cgroup ? p->orig_cgroup : "");
 }
 
+#define PINS_KEY "ThreadHomes"
+
+/* The threads np_backend_pin_threads() kept on their own nodes get their
+ * recorded affinity back (a mechanism's restore may not touch affinities:
+ * systemd's puts the unit's values back). 0 or the first error. */
+static int restore_pins(NpBackend *b, const NpStateProcess *p) {
+        const char *pins = p->extra ? g_hash_table_lookup(p->extra, PINS_KEY) : NULL;
+        if (!pins)
+                return 0;
+        g_auto(GStrv) items = g_strsplit(pins, ";", -1);
+        int ret = 0;
+        for (guint i = 0; items[i]; i++) {
+                char *end = NULL;
+                long tid = strtol(items[i], &end, 10);
+                if (end == items[i] || tid <= 0)
+                        continue;
+                const NpStateThread *t = np_state_process_thread(p, (pid_t) tid);
+                const NpMask *aff = t && t->affinity ? t->affinity : p->orig_affinity;
+                if (!aff || np_mask_empty(aff) || !np_proc_alive(p->pid, p->starttime))
+                        continue;
+                g_autofree char *task = g_strdup_printf("/proc/%d/task/%ld", (int) p->pid, tid);
+                if (!g_file_test(task, G_FILE_TEST_EXISTS))
+                        continue;
+                int r = np_thread_set_affinity((pid_t) tid, aff);
+                if (r < 0 && r != -ESRCH) {
+                        g_autofree char *s = np_mask_format(aff);
+                        log_warning("Cannot give thread %ld of pid %d its affinity %s back: %s", tid, (int) p->pid, s,
+                                    g_strerror(-r));
+                        if (ret == 0)
+                                ret = r;
+                }
+        }
+        return ret;
+}
+
 /* Put back a recorded process whose identity still matches, with the
  * mechanism that recorded it; otherwise only forget it, unless what the
  * mechanism changed outlives the process (restore_when_gone: a unit's
@@ -92,7 +127,9 @@ static int restore_process(NpBackend *b, const NpStateProcess *p, bool *was_aliv
                             m ? (m->why ? m->why : "cannot work here") : "this daemon does not have");
                 return -EOPNOTSUPP;
         }
-        return m->ops->restore(b, m, p);
+        int r = m->ops->restore(b, m, p);
+        int r2 = restore_pins(b, p);
+        return r < 0 ? r : r2;
 }
 
 static void recover(NpBackend *b) {
@@ -396,9 +433,11 @@ static int confine(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *no
 
         if (p) {
                 /* Already held: keep the originals, change the target; the
-                 * old container goes when the move is finished. */
+                 * old container goes when the move is finished. Confining
+                 * every thread anew ends the threads' own homes. */
                 g_free(p->old_cgroup);
                 p->old_cgroup = g_steal_pointer(&p->cgroup);
+                g_hash_table_remove(p->extra, PINS_KEY);
         } else {
                 g_autoptr(NpMask) aff = NULL;
 
@@ -548,6 +587,106 @@ int np_backend_place(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *
                 }
         }
         return np_backend_finish(b, pid, starttime, error);
+}
+
+bool np_backend_pins_threads(const NpBackend *b, pid_t pid) {
+        const NpStateProcess *p = np_state_lookup(b->state, pid);
+        return p && p->extra && g_hash_table_contains(p->extra, PINS_KEY);
+}
+
+/* Record tid's affinity now as its original, unless it is recorded. */
+static void record_affinity(NpStateProcess *p, pid_t tid) {
+        g_autoptr(NpMask) aff = NULL;
+        NpStateThread *t = np_state_process_thread(p, tid);
+        if ((t && t->affinity) || np_thread_get_affinity(tid, &aff) < 0)
+                return;
+        if (t)
+                t->affinity = g_steal_pointer(&aff);
+        else
+                np_state_process_add_thread(p, tid, NULL, aff);
+}
+
+int np_backend_pin_threads(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *nodes, const GArray *pins,
+                           GError **error) {
+        g_return_val_if_fail(b && nodes && pins, -EINVAL);
+        uint64_t st;
+        if (pid <= 0 || pid == getpid() || np_mask_empty(nodes)) {
+                g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "Cannot keep the threads of pid %d: invalid argument",
+                            (int) pid);
+                return -EINVAL;
+        }
+        NpStateProcess *p = np_state_lookup(b->state, pid);
+        if (np_proc_starttime(pid, &st) < 0 || st != starttime) {
+                if (p && p->starttime == starttime)
+                        forget(b, pid);
+                g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT, "Cannot keep the threads of pid %d: no such process",
+                            (int) pid);
+                return -ESRCH;
+        }
+        if (p && p->starttime != starttime) {
+                forget(b, pid);
+                p = NULL;
+        }
+        bool own = !p;
+        if (own) {
+                g_autoptr(GArray) tids = NULL;
+                g_autoptr(NpMask) aff = NULL;
+                if (np_proc_tids(pid, &tids) < 0) {
+                        g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
+                                    "Cannot keep the threads of pid %d: no such process", (int) pid);
+                        return -ESRCH;
+                }
+                p = np_state_add(b->state, pid, starttime, NP_BACKEND_AFFINITY);
+                if (np_thread_get_affinity(pid, &aff) == 0) {
+                        np_mask_assign(p->cpus, aff);
+                        p->orig_affinity = g_steal_pointer(&aff);
+                }
+                np_mask_assign(p->nodes, nodes);
+                for (guint i = 0; i < tids->len; i++)
+                        record_affinity(p, g_array_index(tids, pid_t, i));
+        }
+        GString *keys = g_string_new(NULL);
+        for (guint i = 0; i < pins->len; i++) {
+                const NpThreadPin *x = &g_array_index(pins, NpThreadPin, i);
+                record_affinity(p, x->tid);
+                g_string_append_printf(keys, "%s%d:%u", i ? ";" : "", (int) x->tid, x->node);
+        }
+        if (!p->extra)
+                p->extra = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        g_hash_table_replace(p->extra, g_strdup(PINS_KEY), g_string_free(keys, FALSE));
+
+        g_autoptr(GError) e = NULL;
+        int r = np_backend_save_state(b, &e);
+        if (r < 0) {
+                if (own)
+                        np_state_remove(b->state, pid);
+                else
+                        g_hash_table_remove(p->extra, PINS_KEY);
+                (void) np_backend_save_state(b, NULL);
+                g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(-r), "Cannot keep the threads of pid %d: %s",
+                            (int) pid, e->message);
+                return r;
+        }
+
+        int ret = 0;
+        for (guint i = 0; i < pins->len; i++) {
+                const NpThreadPin *x = &g_array_index(pins, NpThreadPin, i);
+                g_autoptr(NpMask) cpus = np_mask_copy(x->cpus);
+                if (!own) {
+                        np_mask_and(cpus, p->cpus);
+                        if (np_mask_empty(cpus))
+                                np_mask_assign(cpus, p->cpus);
+                }
+                r = np_thread_set_affinity(x->tid, cpus);
+                if (r < 0 && r != -ESRCH && ret == 0) {
+                        g_autofree char *s = np_mask_format(cpus);
+                        g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(-r),
+                                    "Cannot keep thread %d of pid %d on CPUs %s: %s", (int) x->tid, (int) pid, s,
+                                    g_strerror(-r));
+                        ret = r;
+                }
+        }
+        return ret;
 }
 
 int np_backend_release(NpBackend *b, pid_t pid) {

@@ -144,6 +144,35 @@ int np_backend_abort(NpBackend *b, pid_t pid, uint64_t starttime);
 int np_backend_place(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *nodes, const NpMask *cpus,
                      NpMigrateFn migrate, void *userdata, GError **error);
 
+/* One thread to keep on one node (its home, np-policy-threads.h). */
+typedef struct {
+        pid_t tid;
+        unsigned node;
+        const NpMask *cpus; /* the CPUs it may run on: the node's (ReservedCPUs taken out) */
+} NpThreadPin;
+
+/*
+ * Keep each thread of `pins` (an array of NpThreadPin) on its CPUs,
+ * sched_setaffinity(2) on that thread only, on top of whatever holds pid
+ * (cpuset, unit, affinity). Every change is recorded first, so release and
+ * crash recovery put each thread back:
+ *   - pid not held: it gets a record of its own (the affinity mechanism's,
+ *     Nodes= `nodes`, every thread's original affinity): np_backend_release()
+ *     gives every thread its own back;
+ *   - pid held: each pinned thread's original affinity is recorded (the
+ *     one it had before the daemon changed it), and it gets its pin's CPUs
+ *     among the CPUs pid is held on (all of those, when they share none).
+ * The record's ThreadHomes= key names the pins ("TID:NODE;..."); a pid
+ * confined again or released has all of them put back with it. A thread
+ * that exited meanwhile is skipped. 0; -ESRCH when (pid, starttime) is gone;
+ * another negative errno with *error set (the record is kept: what was
+ * changed is recorded).
+ */
+int np_backend_pin_threads(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *nodes, const GArray *pins,
+                           GError **error);
+/* Does pid's record keep threads on their own nodes (np_backend_pin_threads())? */
+bool np_backend_pins_threads(const NpBackend *b, pid_t pid);
+
 /* Put pid back where it was (original cpuset / affinity of each thread) and
  * forget it; remove cpusets that became empty. 0, or -ENOENT when not held. */
 int np_backend_release(NpBackend *b, pid_t pid);

@@ -882,6 +882,138 @@ static void test_affinity(Fixture *f, gconstpointer data) {
         g_assert_false(g_file_test(f->state_file, G_FILE_TEST_EXISTS));
 }
 
+/* Pins for two threads: thread i of tids (the helper's, ascending, the
+ * leader first) on CPU cpu_i; the masks are kept in `keep`. */
+static GArray *two_pins(pid_t pid, GPtrArray *keep, const char *cpu1, const char *cpu2) {
+        g_autoptr(GArray) tids = tids_of(pid);
+        GArray *pins = g_array_new(FALSE, FALSE, sizeof(NpThreadPin));
+        g_assert_cmpuint(tids->len, >=, 3);
+        const char *cpus[] = { cpu1, cpu2 };
+        for (guint i = 0; i < 2; i++) {
+                NpMask *m = mask(cpus[i]);
+                g_ptr_array_add(keep, m);
+                NpThreadPin x = { g_array_index(tids, pid_t, i + 1), (unsigned) i, m };
+                g_array_append_val(pins, x);
+        }
+        return pins;
+}
+
+static char *affinity_of(pid_t pid, pid_t tid) {
+        return status_field(pid, tid, "Cpus_allowed_list");
+}
+
+/* Threads of a process the backend does not hold, each kept on its own
+ * CPU: it gets a record of its own (ThreadHomes= names the pins, every
+ * thread's original affinity), the others are untouched, and release
+ * (or the next start after a crash) gives every thread its own back. */
+static void test_pin_threads(Fixture *f, gconstpointer data) {
+        g_autoptr(GError) e = NULL;
+        g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func((GDestroyNotify) np_mask_free);
+        if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+                g_test_skip("needs two CPUs");
+                return;
+        }
+        g_autoptr(NpBackend) b = np_backend_new_full(NP_BACKEND_AFFINITY, f->runtime_dir, cg_name, &e);
+        g_assert_no_error(e);
+        pid_t pid = spawn_helper();
+        g_autoptr(GHashTable) orig = snapshot(pid, false);
+        g_autoptr(GArray) pins = two_pins(pid, keep, "1", "0");
+        g_autoptr(NpMask) nodes = mask("0");
+        pid_t t1 = g_array_index(pins, NpThreadPin, 0).tid, t2 = g_array_index(pins, NpThreadPin, 1).tid;
+
+        g_assert_false(np_backend_pins_threads(b, pid));
+        g_assert_cmpint(np_backend_pin_threads(b, pid, starttime_of(pid), nodes, pins, &e), ==, 0);
+        g_assert_no_error(e);
+        g_assert_true(np_backend_holds(b, pid));
+        g_assert_true(np_backend_pins_threads(b, pid));
+        g_autofree char *a1 = affinity_of(pid, t1), *a2 = affinity_of(pid, t2), *lead = affinity_of(pid, pid);
+        g_assert_cmpstr(a1, ==, "1");
+        g_assert_cmpstr(a2, ==, "0");
+        g_assert_cmpstr(lead, ==, g_hash_table_lookup(orig, GINT_TO_POINTER(pid)));
+
+        g_autoptr(NpState) s = NULL;
+        g_assert_cmpint(np_state_load(f->state_file, &s, NULL, &e), ==, 0);
+        const NpStateProcess *rec = np_state_lookup(s, pid);
+        g_assert_nonnull(rec);
+        g_assert_cmpint(rec->backend, ==, NP_BACKEND_AFFINITY);
+        g_autofree char *want = g_strdup_printf("%d:0;%d:1", (int) t1, (int) t2);
+        g_assert_cmpstr(g_hash_table_lookup(rec->extra, "ThreadHomes"), ==, want);
+        g_autoptr(GArray) tids = tids_of(pid);
+        for (guint i = 0; i < tids->len; i++) {
+                NpStateThread *th = np_state_process_thread(rec, g_array_index(tids, pid_t, i));
+                g_assert_nonnull(th);
+                g_autofree char *got = np_mask_format(th->affinity);
+                g_assert_cmpstr(got, ==, g_hash_table_lookup(orig, GINT_TO_POINTER(th->tid)));
+        }
+
+        /* pinned again (homes swapped): the originals stay the first ones */
+        g_autoptr(GArray) again = two_pins(pid, keep, "0", "1");
+        g_assert_cmpint(np_backend_pin_threads(b, pid, starttime_of(pid), nodes, again, &e), ==, 0);
+        g_autofree char *b1 = affinity_of(pid, t1);
+        g_assert_cmpstr(b1, ==, "0");
+
+        g_assert_cmpint(np_backend_release(b, pid), ==, 0);
+        g_autoptr(GHashTable) after = snapshot(pid, false);
+        assert_snapshot_equal(orig, after);
+        g_assert_false(np_backend_pins_threads(b, pid));
+        g_assert_false(g_file_test(f->state_file, G_FILE_TEST_EXISTS));
+
+        /* a crash with threads pinned: the next start puts them back */
+        g_assert_cmpint(np_backend_pin_threads(b, pid, starttime_of(pid), nodes, pins, &e), ==, 0);
+        g_clear_pointer(&b, np_backend_free);
+        g_autoptr(NpBackend) b2 = np_backend_new_full(NP_BACKEND_AFFINITY, f->runtime_dir, cg_name, &e);
+        g_assert_no_error(e);
+        g_autoptr(GHashTable) recovered = snapshot(pid, false);
+        assert_snapshot_equal(orig, recovered);
+
+        /* a gone process */
+        kill_helper(pid);
+        g_assert_cmpint(np_backend_pin_threads(b2, pid, 1, nodes, pins, &e), ==, -ESRCH);
+        g_assert_error(e, G_FILE_ERROR, G_FILE_ERROR_NOENT);
+}
+
+/* Threads of a process held in a cpuset: each pinned thread gets its CPUs
+ * within the cpuset's; confining it again ends the pins; release puts
+ * back every thread's original cpuset and affinity. */
+static void test_cpuset_pin_threads(Fixture *f, gconstpointer data) {
+        g_autoptr(NpBackend) b = cpuset_backend_or_skip(f);
+        g_autoptr(GError) e = NULL;
+        g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func((GDestroyNotify) np_mask_free);
+        if (!b)
+                return;
+        if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+                g_test_skip("needs two CPUs");
+                return;
+        }
+        pid_t pid = spawn_helper();
+        g_autoptr(GHashTable) orig_cg = snapshot(pid, true), orig_aff = snapshot(pid, false);
+        g_autoptr(NpMask) nodes = mask("0"), cpus = mask("0-1");
+        g_assert_cmpint(np_backend_place(b, pid, starttime_of(pid), nodes, cpus, NULL, NULL, &e), ==, 0);
+        g_assert_no_error(e);
+        /* CPU 5 is not the cpuset's: that thread gets the held CPUs */
+        g_autoptr(GArray) pins = two_pins(pid, keep, "1", "5");
+        pid_t t1 = g_array_index(pins, NpThreadPin, 0).tid, t2 = g_array_index(pins, NpThreadPin, 1).tid;
+        g_assert_cmpint(np_backend_pin_threads(b, pid, starttime_of(pid), nodes, pins, &e), ==, 0);
+        g_assert_no_error(e);
+        g_assert_true(np_backend_pins_threads(b, pid));
+        g_autofree char *a1 = affinity_of(pid, t1), *a2 = affinity_of(pid, t2);
+        g_assert_cmpstr(a1, ==, "1");
+        g_assert_cmpstr(a2, ==, "0-1");
+
+        /* confined again: every thread on the new CPUs, no pins */
+        g_autoptr(NpMask) cpus0 = mask("0");
+        g_assert_cmpint(np_backend_place(b, pid, starttime_of(pid), nodes, cpus0, NULL, NULL, &e), ==, 0);
+        g_assert_false(np_backend_pins_threads(b, pid));
+        g_autofree char *cg = g_strdup_printf("/%s/nodes-0", cg_name);
+        assert_all_threads(pid, cg, "0", NULL);
+
+        g_assert_cmpint(np_backend_pin_threads(b, pid, starttime_of(pid), nodes, pins, &e), ==, 0);
+        g_assert_cmpint(np_backend_release(b, pid), ==, 0);
+        g_autoptr(GHashTable) after_cg = snapshot(pid, true), after_aff = snapshot(pid, false);
+        assert_snapshot_equal(orig_cg, after_cg);
+        assert_snapshot_equal(orig_aff, after_aff);
+}
+
 static void test_affinity_identity(Fixture *f, gconstpointer data) {
         g_autoptr(NpBackend) b = NULL, b2 = NULL;
         g_autoptr(NpMask) nodes = NULL, cpus = NULL;
@@ -1051,6 +1183,8 @@ int main(int argc, char **argv) {
         ADD("/backend/affinity/place-release", test_affinity);
         ADD("/backend/affinity/identity", test_affinity_identity);
         ADD("/backend/affinity/damaged-state", test_damaged_state);
+        ADD("/backend/affinity/pin-threads", test_pin_threads);
+        ADD("/backend/cpuset/pin-threads", test_cpuset_pin_threads);
 #undef ADD
 
         r = g_test_run();
