@@ -76,6 +76,7 @@ static void log_released(const NpStateProcess *p, bool alive, int r, const char 
 }
 
 #define PINS_KEY "ThreadHomes"
+#define PINS_ONLY_KEY "ThreadHomesOnly" /* the record is for the pins alone */
 
 /* The threads np_backend_pin_threads() kept on their own nodes get their
  * recorded affinity back (a mechanism's restore may not touch affinities:
@@ -438,6 +439,7 @@ static int confine(NpBackend *b, pid_t pid, uint64_t starttime, const NpMask *no
                 g_free(p->old_cgroup);
                 p->old_cgroup = g_steal_pointer(&p->cgroup);
                 g_hash_table_remove(p->extra, PINS_KEY);
+                g_hash_table_remove(p->extra, PINS_ONLY_KEY);
         } else {
                 g_autoptr(NpMask) aff = NULL;
 
@@ -644,6 +646,7 @@ int np_backend_pin_threads(NpBackend *b, pid_t pid, uint64_t starttime, const Np
                 np_mask_assign(p->nodes, nodes);
                 for (guint i = 0; i < tids->len; i++)
                         record_affinity(p, g_array_index(tids, pid_t, i));
+                g_hash_table_replace(p->extra, g_strdup(PINS_ONLY_KEY), g_strdup("yes"));
         }
         GString *keys = g_string_new(NULL);
         for (guint i = 0; i < pins->len; i++) {
@@ -651,8 +654,6 @@ int np_backend_pin_threads(NpBackend *b, pid_t pid, uint64_t starttime, const Np
                 record_affinity(p, x->tid);
                 g_string_append_printf(keys, "%s%d:%u", i ? ";" : "", (int) x->tid, x->node);
         }
-        if (!p->extra)
-                p->extra = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
         g_hash_table_replace(p->extra, g_strdup(PINS_KEY), g_string_free(keys, FALSE));
 
         g_autoptr(GError) e = NULL;
@@ -685,6 +686,28 @@ int np_backend_pin_threads(NpBackend *b, pid_t pid, uint64_t starttime, const Np
                                     g_strerror(-r));
                         ret = r;
                 }
+        }
+        return ret;
+}
+
+int np_backend_unpin_threads(NpBackend *b, pid_t pid) {
+        NpStateProcess *p = np_state_lookup(b->state, pid);
+        const char *pins = p ? g_hash_table_lookup(p->extra, PINS_KEY) : NULL;
+        if (!pins)
+                return -ENOENT;
+        if (g_hash_table_contains(p->extra, PINS_ONLY_KEY))
+                return np_backend_release(b, pid);
+        g_auto(GStrv) items = g_strsplit(pins, ";", -1);
+        g_hash_table_remove(p->extra, PINS_KEY);
+        (void) np_backend_save_state(b, NULL);
+        int ret = 0;
+        for (guint i = 0; items[i]; i++) {
+                long tid = strtol(items[i], NULL, 10);
+                if (tid <= 0)
+                        continue;
+                int r = np_thread_set_affinity((pid_t) tid, p->cpus);
+                if (r < 0 && r != -ESRCH && ret == 0)
+                        ret = r;
         }
         return ret;
 }

@@ -172,6 +172,12 @@ int np_backend_pin_threads(NpBackend *b, pid_t pid, uint64_t starttime, const Np
                            GError **error);
 /* Does pid's record keep threads on their own nodes (np_backend_pin_threads())? */
 bool np_backend_pins_threads(const NpBackend *b, pid_t pid);
+/* End the pins of a held pid whose record is not only for them: each
+ * pinned thread gets the CPUs pid is held on again (its original stays
+ * recorded for release). A record np_backend_pin_threads() made for the
+ * pins alone is released instead (every thread gets its own back). 0,
+ * -ENOENT when pid has no pins, or the first error of a thread. */
+int np_backend_unpin_threads(NpBackend *b, pid_t pid);
 
 /* Put pid back where it was (original cpuset / affinity of each thread) and
  * forget it; remove cpusets that became empty. 0, or -ENOENT when not held. */

@@ -958,6 +958,14 @@ static void test_pin_threads(Fixture *f, gconstpointer data) {
         g_assert_false(np_backend_pins_threads(b, pid));
         g_assert_false(g_file_test(f->state_file, G_FILE_TEST_EXISTS));
 
+        /* unpinned: a record for the pins alone is released */
+        g_assert_cmpint(np_backend_unpin_threads(b, pid), ==, -ENOENT);
+        g_assert_cmpint(np_backend_pin_threads(b, pid, starttime_of(pid), nodes, pins, &e), ==, 0);
+        g_assert_cmpint(np_backend_unpin_threads(b, pid), ==, 0);
+        g_assert_false(np_backend_holds(b, pid));
+        g_autoptr(GHashTable) unpinned = snapshot(pid, false);
+        assert_snapshot_equal(orig, unpinned);
+
         /* a crash with threads pinned: the next start puts them back */
         g_assert_cmpint(np_backend_pin_threads(b, pid, starttime_of(pid), nodes, pins, &e), ==, 0);
         g_clear_pointer(&b, np_backend_free);
@@ -999,6 +1007,13 @@ static void test_cpuset_pin_threads(Fixture *f, gconstpointer data) {
         g_autofree char *a1 = affinity_of(pid, t1), *a2 = affinity_of(pid, t2);
         g_assert_cmpstr(a1, ==, "1");
         g_assert_cmpstr(a2, ==, "0-1");
+
+        /* unpinned: the threads get the held CPUs, the process stays held */
+        g_assert_cmpint(np_backend_unpin_threads(b, pid), ==, 0);
+        g_assert_true(np_backend_holds(b, pid));
+        g_assert_false(np_backend_pins_threads(b, pid));
+        assert_all_threads(pid, NULL, "0-1", NULL);
+        g_assert_cmpint(np_backend_pin_threads(b, pid, starttime_of(pid), nodes, pins, &e), ==, 0);
 
         /* confined again: every thread on the new CPUs, no pins */
         g_autoptr(NpMask) cpus0 = mask("0");
