@@ -613,16 +613,16 @@ int np_backend_pin_threads(NpBackend *b, pid_t pid, uint64_t starttime, const Np
         g_return_val_if_fail(b && nodes && pins, -EINVAL);
         uint64_t st;
         if (pid <= 0 || pid == getpid() || np_mask_empty(nodes)) {
-                g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "Cannot keep the threads of pid %d: invalid argument",
-                            (int) pid);
+                g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                            "Cannot keep the threads of pid %d: invalid argument", (int) pid);
                 return -EINVAL;
         }
         NpStateProcess *p = np_state_lookup(b->state, pid);
         if (np_proc_starttime(pid, &st) < 0 || st != starttime) {
                 if (p && p->starttime == starttime)
                         forget(b, pid);
-                g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT, "Cannot keep the threads of pid %d: no such process",
-                            (int) pid);
+                g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
+                            "Cannot keep the threads of pid %d: no such process", (int) pid);
                 return -ESRCH;
         }
         if (p && p->starttime != starttime) {

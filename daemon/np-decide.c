@@ -13,6 +13,7 @@
 #include "np-policy.h"
 #include "np-reserve.h"
 #include "np-scan.h"
+#include "np-thread-homes.h"
 
 /* ---- the snapshot ------------------------------------------------------- */
 
@@ -45,7 +46,8 @@ static NpPolicyHold hold_of(NpManager *m, const NpProcess *p) {
         case NP_PROC_PINNED:
                 return NP_HOLD_PINNED;
         case NP_PROC_PLACED:
-                return NP_HOLD_PLACED;
+                /* placed by its thread homes alone: judged as if not placed */
+                return p->threads_only ? NP_HOLD_NONE : NP_HOLD_PLACED;
         case NP_PROC_EXCLUDED:
                 return NP_HOLD_EXCLUDED;
         default:
@@ -379,8 +381,15 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *
                 bool advised = hold == NP_HOLD_NONE && advised_there(m, p);
                 if (advised)
                         hold = NP_HOLD_PLACED;
-                uint64_t churn_usec;
+                uint64_t churn_usec, homes_usec;
                 uint64_t churn = np_process_kernel_churn(p, &churn_usec);
+                /* its threads kept on their own nodes: what the kernel moved
+                 * before is not what it moves now */
+                uint64_t since_homes = np_thread_homes_migrated(p, np_now_usec(CLOCK_MONOTONIC), &homes_usec);
+                if (since_homes != UINT64_MAX && homes_usec < churn_usec) {
+                        churn = MIN(churn, since_homes);
+                        churn_usec = homes_usec;
+                }
                 NpPolicyProcess pp = {
                         .pid = p->pid,
                         /* sized by the lower of its last two measurements:
@@ -798,10 +807,10 @@ void np_decide_run(NpManager *m) {
                 note_group(p, g);
                 note_pages_source(p, g && g_hash_table_contains(s.groups.stat_pages, g));
                 settle_state(m, p, hold, d, why);
-                carry_out(m, p, d, why);
                 /* left to the kernel's balancing on every node, or placed
                  * whole on several nodes: how much of it the kernel keeps
-                 * moving is watched (kernel churn) */
+                 * moving is watched (kernel churn), and its busy threads
+                 * may get nodes of their own (np-thread-homes.h) */
                 bool every_node = hold == NP_HOLD_NONE && d->kind == NP_DECISION_KEEP &&
                         (d->reason.kernel == NP_KERNEL_EVERY_NODE || d->reason.code == NP_REASON_CPU_EVERY_NODE ||
                          d->reason.code == NP_REASON_EVERY_NODE);
@@ -809,6 +818,17 @@ void np_decide_run(NpManager *m) {
                         : hold == NP_HOLD_PLACED && p->state == NP_PROC_PLACED ? p->target
                                                                                : NULL;
                 bool placed_spread = on && np_mask_weight(on) > 1 && !p->memory_only && d->kind == NP_DECISION_KEEP;
+                bool homes_ok = s.params.kernel_balancing && m->config->mode == NP_MODE_ENFORCE &&
+                        (!g || g->key.kind == NP_GROUP_PROCESS) &&
+                        (every_node || (placed_spread && hold == NP_HOLD_PLACED));
+                g_autofree char *homes =
+                        np_thread_homes_settle(m, p, s.nodes, s.n_nodes, every_node ? NULL : p->target, homes_ok);
+                if (homes) {
+                        char *both = g_strconcat(why, homes, NULL);
+                        g_free(why);
+                        why = both;
+                }
+                carry_out(m, p, d, why);
                 p->kernel_watch =
                         s.params.kernel_balancing && s.params.confines_memory && (every_node || placed_spread);
         }

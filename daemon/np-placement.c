@@ -336,6 +336,9 @@ static void record_placed(NpManager *m, PlaceReq *q, uint64_t moved, uint64_t us
                 np_manager_set_state(m, p, q->reason == NP_PLACE_MANUAL ? NP_PROC_PINNED : NP_PROC_PLACED, q->nodes,
                                      np_now_usec(CLOCK_REALTIME));
                 p->memory_only = q->memory_only;
+                /* confining every thread ended any thread homes */
+                g_clear_pointer(&p->thread_homes, g_array_unref);
+                p->threads_only = false;
                 np_mask_free(p->runs_on);
                 p->runs_on = q->memory_only && q->runs_on ? np_mask_copy(q->runs_on) : NULL;
                 p->stuck_bytes = stuck;

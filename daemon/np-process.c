@@ -75,6 +75,8 @@ void np_process_free(NpProcess *p) {
         np_mask_free(p->moving_to);
         if (p->kernel_seen)
                 g_array_unref(p->kernel_seen);
+        if (p->thread_homes)
+                g_array_unref(p->thread_homes);
         g_free(p->decision);
         g_free(p->note);
         np_numa_maps_clear(&p->maps);

@@ -19,6 +19,7 @@
 #include "np-maps-refresh.h"
 #include "np-group.h"
 #include "np-nodemask.h"
+#include "np-policy-threads.h"
 #include "np-proc-table.h"
 #include "np-sample.h"
 #include "np-shmaps.h"
@@ -163,6 +164,12 @@ typedef struct {
                            * runs_on (NP_REASON_KERNEL_CHURN) */
         NpMask *runs_on; /* memory_only: the nodes whose CPUs its threads may use; NULL =
                           * every CPU */
+        GArray *thread_homes; /* NpThreadHome (np-policy-threads.h): its busy threads the daemon
+                               * keeps each on one node (np-thread-homes.h); NULL = none */
+        bool threads_only; /* placed by its thread homes alone (no cpuset, no move of its
+                            * memory): the policy judges it as if it were not placed */
+        uint64_t homes_usec; /* CLOCK_MONOTONIC when its homes were last changed, 0 = none */
+        uint64_t homes_migrated; /* kernel_migrated_bytes then */
         bool kernel_watch; /* the policy left it to the kernel's NUMA balancing on every node,
                             * or placed it whole on several: kernel_seen is kept each scan */
         GArray *kernel_seen; /* NpKernelSeen while kernel_watch, oldest first; NULL = none */

@@ -546,8 +546,7 @@ int np_parse_sched_numa_faults(const char *buf, GArray **out) {
                         const char *s = p + sizeof key - 1;
                         uint64_t node, priv, shared;
                         if (faults_field(&s, "node", &node) < 0 || node >= MAX_NODE_ID ||
-                            faults_field(&s, "task_private", &priv) < 0 ||
-                            faults_field(&s, "task_shared", &shared) < 0)
+                            faults_field(&s, "task_private", &priv) < 0 || faults_field(&s, "task_shared", &shared) < 0)
                                 return -EINVAL;
                         NpNodeFaults f = { (unsigned) node, priv, shared };
                         if (!a)

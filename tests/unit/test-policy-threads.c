@@ -25,9 +25,8 @@ static void case_init(Case *c, guint n_nodes, double cpus) {
         memset(c, 0, sizeof *c);
         c->n = n_nodes;
         for (guint i = 0; i < n_nodes; i++)
-                c->nodes[i] = (NpPolicyNode){
-                        .id = i, .cpu_capacity = cpus, .mem_total = 512 * MiB, .mem_free = 256 * MiB
-                };
+                c->nodes[i] =
+                        (NpPolicyNode){ .id = i, .cpu_capacity = cpus, .mem_total = 512 * MiB, .mem_free = 256 * MiB };
 }
 
 /* A thread of `cpu` CPUs kept on `home` (-1: none) with `private` faults

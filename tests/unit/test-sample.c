@@ -862,11 +862,10 @@ static void test_sched_numa_faults(void) {
         g_assert_cmpint(np_parse_sched_numa_faults("numa_faults node=0 group_private=5\n", &none), ==, -EINVAL);
         g_assert_cmpint(np_parse_sched_numa_faults("numa_faults node=x task_private=1 task_shared=0\n", &none), ==,
                         -EINVAL);
-        g_assert_cmpint(np_parse_sched_numa_faults("numa_faults node=0 task_private=-1 task_shared=0\n", &none),
+        g_assert_cmpint(np_parse_sched_numa_faults("numa_faults node=0 task_private=-1 task_shared=0\n", &none), ==,
+                        -EINVAL);
+        g_assert_cmpint(np_parse_sched_numa_faults("numa_faults node=4294967296 task_private=1 task_shared=0\n", &none),
                         ==, -EINVAL);
-        g_assert_cmpint(
-                np_parse_sched_numa_faults("numa_faults node=4294967296 task_private=1 task_shared=0\n", &none), ==,
-                -EINVAL);
         g_assert_cmpint(np_parse_sched_numa_faults("numa_faults node=0 task_private=1x task_shared=0\n", &none), ==,
                         -EINVAL);
         g_assert_null(none);

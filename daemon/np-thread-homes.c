@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "np-thread-homes.h"
+
+#include <errno.h>
+
+#include "np-log.h"
+#include "np-placement.h"
+#include "np-policy-threads.h"
+
+/* The node p's thread tid is kept on, -1 = none. */
+static int home_of(const NpProcess *p, pid_t tid) {
+        for (guint i = 0; p->thread_homes && i < p->thread_homes->len; i++)
+                if (g_array_index(p->thread_homes, NpThreadHome, i).tid == tid)
+                        return (int) g_array_index(p->thread_homes, NpThreadHome, i).node;
+        return -1;
+}
+
+/* Do the homes give every thread p keeps now the same node, and no more? */
+static bool same_homes(const NpProcess *p, const GArray *homes) {
+        if (!p->thread_homes || p->thread_homes->len != homes->len)
+                return false;
+        for (guint i = 0; i < homes->len; i++) {
+                const NpThreadHome *h = &g_array_index(homes, NpThreadHome, i);
+                if (home_of(p, h->tid) != (int) h->node)
+                        return false;
+        }
+        return true;
+}
+
+static gint by_tid(gconstpointer a, gconstpointer b) {
+        const NpThreadHome *x = a, *y = b;
+        return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+/* "171 on 0, 172 on 1" */
+static char *describe(const GArray *homes) {
+        g_autoptr(GArray) sorted = g_array_copy((GArray *) homes);
+        g_array_sort(sorted, by_tid);
+        GString *s = g_string_new(NULL);
+        for (guint i = 0; i < sorted->len; i++) {
+                const NpThreadHome *h = &g_array_index(sorted, NpThreadHome, i);
+                g_string_append_printf(s, "%s%d on %u", i ? ", " : "", (int) h->tid, h->node);
+        }
+        return g_string_free(s, FALSE);
+}
+
+static char *clause(const GArray *homes) {
+        g_autofree char *list = describe(homes);
+        return g_strdup_printf("; its %u busy threads work on their own pages: each is kept on its own node (%s), "
+                               "where the kernel's NUMA balancing moves them",
+                               homes->len, list);
+}
+
+static void forget_homes(NpProcess *p) {
+        g_clear_pointer(&p->thread_homes, g_array_unref);
+        p->threads_only = false;
+        p->homes_usec = 0;
+}
+
+/* End p's homes: each thread put back (a process placed by them alone is
+ * released and observed again). */
+static void end_homes(NpManager *m, NpProcess *p, const char *why) {
+        int r = np_backend_unpin_threads(m->backend, p->pid);
+        if (r < 0 && r != -ENOENT && r != -ESRCH)
+                log_warning("Cannot put every thread of %d (%s) back on its CPUs: %s", p->pid, p->comm, g_strerror(-r));
+        log_info("No longer keeping the threads of %d (%s) on their own nodes: %s", p->pid, p->comm, why);
+        if (p->threads_only && p->state == NP_PROC_PLACED)
+                np_manager_set_state(m, p, NP_PROC_OBSERVED, NULL, p->last_placed_usec);
+        forget_homes(p);
+}
+
+char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nodes, guint n_nodes, const NpMask *span,
+                             bool eligible) {
+        if (!m->backend)
+                return NULL;
+        /* released, confined anew, or forgotten since: the homes went with it */
+        if (p->thread_homes && !np_backend_pins_threads(m->backend, p->pid))
+                forget_homes(p);
+        if (!eligible) {
+                if (p->thread_homes)
+                        end_homes(m, p, "the policy no longer keeps it spread over several nodes");
+                return NULL;
+        }
+
+        g_autoptr(GArray) faults = NULL;
+        if (np_process_read_thread_faults(p, NP_BUSY_THREAD_CPU, &faults) < 0)
+                return NULL; /* gone: the scan forgets it */
+        g_autofree NpPolicyThread *threads = g_new0(NpPolicyThread, faults->len ? faults->len : 1);
+        for (guint i = 0; i < faults->len; i++) {
+                const NpThreadFaults *f = &g_array_index(faults, NpThreadFaults, i);
+                threads[i] = (NpPolicyThread){ .tid = f->tid,
+                                               .cpu = f->cpu,
+                                               .faults = f->faults,
+                                               .home = home_of(p, f->tid) };
+        }
+        NpHomesWhy why;
+        g_autoptr(GArray) homes = np_policy_thread_homes(nodes, n_nodes, span, p->cpu_per_node, threads, faults->len,
+                                                         m->config->target_utilization, &why);
+        if (!homes) {
+                /* a pinned thread that idles for a while keeps its home */
+                if (p->thread_homes && why != NP_HOMES_FEW_THREADS && why != NP_HOMES_FEW_FAULTS)
+                        end_homes(m, p, np_homes_why_to_string(why));
+                return p->thread_homes ? clause(p->thread_homes) : NULL;
+        }
+        if (same_homes(p, homes))
+                return clause(homes);
+
+        g_autoptr(NpMask) all = np_mask_new();
+        g_autoptr(GArray) pins = g_array_new(FALSE, FALSE, sizeof(NpThreadPin));
+        g_autoptr(GPtrArray) cpus = g_ptr_array_new_with_free_func((GDestroyNotify) np_mask_free);
+        for (guint i = 0; i < homes->len; i++) {
+                const NpThreadHome *h = &g_array_index(homes, NpThreadHome, i);
+                g_autoptr(NpMask) one = np_mask_new();
+                np_mask_set(one, h->node);
+                np_mask_set(all, h->node);
+                NpMask *c = np_placement_cpus_for(m, one);
+                g_ptr_array_add(cpus, c);
+                NpThreadPin x = { h->tid, h->node, c };
+                g_array_append_val(pins, x);
+        }
+        bool was_placed = np_process_held(p);
+        g_autoptr(GError) e = NULL;
+        int r = np_backend_pin_threads(m->backend, p->pid, p->starttime, all, pins, &e);
+        if (r == -ESRCH)
+                return NULL;
+        g_autofree char *list = describe(homes);
+        if (r < 0) {
+                log_warning("Cannot keep the threads of %d (%s) on their own nodes (%s): %s", p->pid, p->comm, list,
+                            e ? e->message : g_strerror(-r));
+                if (!np_backend_pins_threads(m->backend, p->pid))
+                        return NULL;
+        }
+        log_info("Keeping the busy threads of %d (%s) each on its own node: %s; the kernel's NUMA balancing moves "
+                 "the pages each works on there",
+                 p->pid, p->comm, list);
+        if (p->thread_homes)
+                g_array_unref(p->thread_homes);
+        p->thread_homes = g_steal_pointer(&homes);
+        p->homes_usec = np_now_usec(CLOCK_MONOTONIC);
+        p->homes_migrated = p->kernel_migrated_bytes;
+        if (!was_placed || p->threads_only) {
+                p->threads_only = true;
+                np_manager_set_state(m, p, NP_PROC_PLACED, all, np_now_usec(CLOCK_REALTIME));
+        }
+        return clause(p->thread_homes);
+}
+
+uint64_t np_thread_homes_migrated(const NpProcess *p, uint64_t now_usec, uint64_t *span_usec) {
+        if (!p->thread_homes || !p->homes_usec) {
+                if (span_usec)
+                        *span_usec = 0;
+                return UINT64_MAX;
+        }
+        if (span_usec)
+                *span_usec = now_usec > p->homes_usec ? now_usec - p->homes_usec : 0;
+        return p->kernel_migrated_bytes - MIN(p->homes_migrated, p->kernel_migrated_bytes);
+}

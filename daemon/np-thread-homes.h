@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+/*
+ * Thread homes carried out: after the policy's round (np-decide.c), a
+ * process the round keeps spread over several nodes, with the kernel's
+ * NUMA balancing on, has its busy threads' NUMA faults read, and when they
+ * work on their own pages (np-policy-threads.h) each busy thread is kept on
+ * one node of its own (np_backend_pin_threads()). The kernel then moves
+ * the pages each thread touches alone to its node, once; the daemon moves
+ * none itself.
+ *
+ * A process left on every node gets state "placed" by its homes alone
+ * (NpProcess.threads_only: TargetNodes the homes' nodes; the policy judges
+ * it afresh every round, as a process it did not place); one the policy
+ * placed whole on several nodes keeps that placement, its threads homed
+ * among its nodes. Homes are kept while they are still the best, changed
+ * when the rule gives others, and ended (each thread put back) when the
+ * round no longer keeps the process spread, or its threads stop working on
+ * their own pages.
+ */
+#include <glib.h>
+#include <stdbool.h>
+
+#include "np-manager.h"
+#include "np-nodemask.h"
+#include "np-policy.h"
+#include "np-process.h"
+
+/*
+ * Settle p's thread homes after the round's decision. `eligible`: the
+ * round keeps p spread (the kernel's balancing is on, Mode=enforce, a
+ * KEEP); its threads are homed among `span` (NULL: every node). `nodes`
+ * (n_nodes) are the round's node samples. Returns the words the Decision
+ * adds ("; its busy threads ...") while p has homes, else NULL. Caller
+ * frees.
+ */
+char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nodes, guint n_nodes, const NpMask *span,
+                             bool eligible);
+
+/* What the kernel's balancing moved of p since its homes were last
+ * changed (kernel_migrated_bytes then and now), and *span_usec the time
+ * since; UINT64_MAX when p has no homes. */
+uint64_t np_thread_homes_migrated(const NpProcess *p, uint64_t now_usec, uint64_t *span_usec);
