@@ -66,12 +66,15 @@ static double own_on(const GArray *own, unsigned node) {
 
 /* Is node a better home for t than best (both candidates; load[] after the
  * homes given so far)? */
-static bool better(const NpPolicyNode *nodes, const double *load, double cap_share, const NpPolicyThread *t, guint a,
-                   guint b) {
+static bool better(const NpPolicyNode *nodes, const double *load, double cap_share, const NpMask *prefer,
+                   const NpPolicyThread *t, guint a, guint b) {
         bool fits_a = load[a] + t->cpu <= nodes[a].cpu_capacity * cap_share;
         bool fits_b = load[b] + t->cpu <= nodes[b].cpu_capacity * cap_share;
         if (fits_a != fits_b)
                 return fits_a;
+        bool in_a = !prefer || np_mask_test(prefer, nodes[a].id), in_b = !prefer || np_mask_test(prefer, nodes[b].id);
+        if (in_a != in_b)
+                return in_a;
         bool home_a = t->home == (int) nodes[a].id, home_b = t->home == (int) nodes[b].id;
         if (fits_a && home_a != home_b)
                 return home_a;
@@ -85,7 +88,7 @@ static bool better(const NpPolicyNode *nodes, const double *load, double cap_sha
         return nodes[a].id < nodes[b].id;
 }
 
-GArray *np_policy_thread_homes(const NpPolicyNode *nodes, guint n_nodes, const NpMask *on, const GArray *own,
+GArray *np_policy_thread_homes(const NpPolicyNode *nodes, guint n_nodes, const NpMask *prefer, const GArray *own,
                                const NpPolicyThread *threads, guint n, unsigned target_utilization, NpHomesWhy *why) {
         NpHomesWhy dummy;
         if (!why)
@@ -114,7 +117,7 @@ GArray *np_policy_thread_homes(const NpPolicyNode *nodes, guint n_nodes, const N
         g_autofree double *load = g_new0(double, n_nodes ? n_nodes : 1);
         guint n_cand = 0;
         for (guint i = 0; i < n_nodes; i++) {
-                if (nodes[i].cpu_capacity <= 0 || nodes[i].mem_total == 0 || (on && !np_mask_test(on, nodes[i].id)))
+                if (nodes[i].cpu_capacity <= 0 || nodes[i].mem_total == 0)
                         continue;
                 load[i] = MAX(0.0, nodes[i].cpu_busy - own_on(own, nodes[i].id));
                 cand[n_cand++] = i;
@@ -137,7 +140,7 @@ GArray *np_policy_thread_homes(const NpPolicyNode *nodes, guint n_nodes, const N
                 const NpPolicyThread *t = &threads[g_array_index(order, Order, k).index];
                 guint best = cand[0];
                 for (guint c = 1; c < n_cand; c++)
-                        if (better(nodes, load, cap_share, t, cand[c], best))
+                        if (better(nodes, load, cap_share, prefer, t, cand[c], best))
                                 best = cand[c];
                 load[best] += t->cpu;
                 home[g_array_index(order, Order, k).index] = (int) best;

@@ -52,28 +52,31 @@ typedef enum {
         NP_HOMES_FEW_FAULTS, /* the kernel has not counted enough of their faults yet */
         NP_HOMES_SHARED, /* too many of their faults were on shared pages */
         NP_HOMES_ONE_NODE, /* they would all go to one node: the policy places it whole */
-        NP_HOMES_NO_NODES, /* `on` has fewer than two nodes with CPUs and memory */
+        NP_HOMES_NO_NODES, /* fewer than two nodes with CPUs and memory */
 } NpHomesWhy;
 
 /*
  * Homes for the busy threads `threads` (n of them, each at least
- * NP_BUSY_THREAD_CPU) of one process spread over the nodes `on`, of
- * `nodes` (n_nodes). `own` (NpNodeCpu, may be NULL) is the process's CPU
- * use by node, which is taken out of each node's cpu_busy: the rest is the
- * load of others. Nodes without CPUs or memory are never a home.
+ * NP_BUSY_THREAD_CPU) of one process, among `nodes` (n_nodes). `own`
+ * (NpNodeCpu, may be NULL) is the process's CPU use by node, which is
+ * taken out of each node's cpu_busy: the rest is the load of others. Nodes
+ * without CPUs or memory are never a home. `prefer` (NULL: none) are the
+ * nodes the process is placed on: a thread goes outside them only where
+ * none of them has room for it.
  *
  * Threads are taken most decided first (the largest share of their
  * private faults on one node), then the busiest, then by tid. Each goes to
  * the node that, in order: has room for it at target_utilization (percent)
- * after the homes given before; is its home now (a kept thread stays: the
- * kernel has moved its pages there); has the most of its private faults
- * (its pages are there: nothing to move); has the least load; has the
- * lowest id. When no node has room, the least loaded.
+ * after the homes given before; is one of `prefer`; is its home now (a
+ * kept thread stays: the kernel has moved its pages there); has the most
+ * of its private faults (its pages are there: nothing to move); has the
+ * least load; has the lowest id. When no node has room, the least loaded
+ * of `prefer` (of all when none).
  *
  * Returns a new GArray of NpThreadHome in the order of `threads`, and
  * *why NP_HOMES_GIVEN; NULL with *why saying why not. Deterministic.
  */
-GArray *np_policy_thread_homes(const NpPolicyNode *nodes, guint n_nodes, const NpMask *on, const GArray *own,
+GArray *np_policy_thread_homes(const NpPolicyNode *nodes, guint n_nodes, const NpMask *prefer, const GArray *own,
                                const NpPolicyThread *threads, guint n, unsigned target_utilization, NpHomesWhy *why);
 
 /* "fewer than two busy threads", ...: why for the log. */

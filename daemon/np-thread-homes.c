@@ -69,7 +69,12 @@ static void end_homes(NpManager *m, NpProcess *p, const char *why) {
         forget_homes(p);
 }
 
-char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nodes, guint n_nodes, const NpMask *span,
+static void widened(NpManager *m, int pid, uint64_t moved_bytes, const GError *error, void *userdata) {
+        if (error)
+                log_warning("Widening the placement of %d did not complete: %s", pid, error->message);
+}
+
+char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nodes, guint n_nodes, const NpMask *prefer,
                              bool eligible) {
         if (!m->backend)
                 return NULL;
@@ -94,7 +99,7 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
                                                .home = home_of(p, f->tid) };
         }
         NpHomesWhy why;
-        g_autoptr(GArray) homes = np_policy_thread_homes(nodes, n_nodes, span, p->cpu_per_node, threads, faults->len,
+        g_autoptr(GArray) homes = np_policy_thread_homes(nodes, n_nodes, prefer, p->cpu_per_node, threads, faults->len,
                                                          m->config->target_utilization, &why);
         if (!homes) {
                 /* a pinned thread that idles for a while keeps its home */
@@ -105,20 +110,41 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
         if (same_homes(p, homes))
                 return clause(homes);
 
+        bool was_placed = np_process_held(p);
         g_autoptr(NpMask) all = np_mask_new();
+        for (guint i = 0; i < homes->len; i++)
+                np_mask_set(all, g_array_index(homes, NpThreadHome, i).node);
+        if (was_placed && !p->threads_only && p->target && !np_mask_subset(all, p->target)) {
+                /* placed whole on too few nodes for its threads: its
+                 * placement grows by the nodes they need (no page moves,
+                 * they are all on its nodes), their homes follow */
+                g_autoptr(NpMask) wider = np_mask_copy(p->target);
+                np_mask_or(wider, all);
+                g_autofree char *from = np_mask_format(p->target), *to = np_mask_format(wider);
+                g_autofree char *list = describe(homes);
+                g_autoptr(GError) e = NULL;
+                log_info("Widening the placement of %d (%s) from nodes %s to %s: its %u busy threads work on their own "
+                         "pages and need a node each (%s)",
+                         p->pid, p->comm, from, to, homes->len, list);
+                if (np_placement_submit(m, p->pid, wider, NP_PLACE_REBALANCE, widened, NULL, &e) < 0) {
+                        log_warning("Cannot widen the placement of %d (%s): %s", p->pid, p->comm, e->message);
+                        return NULL;
+                }
+                return g_strdup_printf("; its %u busy threads work on their own pages and need a node each: placing "
+                                       "it on %s",
+                                       homes->len, to);
+        }
         g_autoptr(GArray) pins = g_array_new(FALSE, FALSE, sizeof(NpThreadPin));
         g_autoptr(GPtrArray) cpus = g_ptr_array_new_with_free_func((GDestroyNotify) np_mask_free);
         for (guint i = 0; i < homes->len; i++) {
                 const NpThreadHome *h = &g_array_index(homes, NpThreadHome, i);
                 g_autoptr(NpMask) one = np_mask_new();
                 np_mask_set(one, h->node);
-                np_mask_set(all, h->node);
                 NpMask *c = np_placement_cpus_for(m, one);
                 g_ptr_array_add(cpus, c);
                 NpThreadPin x = { h->tid, h->node, c };
                 g_array_append_val(pins, x);
         }
-        bool was_placed = np_process_held(p);
         g_autoptr(GError) e = NULL;
         int r = np_backend_pin_threads(m->backend, p->pid, p->starttime, all, pins, &e);
         if (r == -ESRCH)

@@ -13,10 +13,9 @@
  * (NpProcess.threads_only: TargetNodes the homes' nodes; the policy judges
  * it afresh every round, as a process it did not place); one the policy
  * placed whole on several nodes keeps that placement, its threads homed
- * among its nodes. Homes are kept while they are still the best, changed
- * when the rule gives others, and ended (each thread put back) when the
- * round no longer keeps the process spread, or its threads stop working on
- * their own pages.
+ * among its nodes (the placement widened first when they need more). Homes are kept while they are still the best,
+ * changed when the rule gives others, and ended (each thread put back) when the round no longer keeps the process
+ * spread, or its threads stop working on their own pages.
  */
 #include <glib.h>
 #include <stdbool.h>
@@ -29,12 +28,15 @@
 /*
  * Settle p's thread homes after the round's decision. `eligible`: the
  * round keeps p spread (the kernel's balancing is on, Mode=enforce, a
- * KEEP); its threads are homed among `span` (NULL: every node). `nodes`
- * (n_nodes) are the round's node samples. Returns the words the Decision
- * adds ("; its busy threads ...") while p has homes, else NULL. Caller
- * frees.
+ * KEEP); its threads are homed preferably among `prefer` (the nodes it is
+ * placed on; NULL: every node). When a thread needs a node outside the
+ * nodes p is placed on (none of them has room for it), p's placement is
+ * widened by those nodes instead (a placement that moves no page) and the
+ * homes follow at a later round. `nodes` (n_nodes) are the round's node
+ * samples. Returns the words the Decision adds ("; its busy threads ...")
+ * while p has homes or is widened for them, else NULL. Caller frees.
  */
-char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nodes, guint n_nodes, const NpMask *span,
+char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nodes, guint n_nodes, const NpMask *prefer,
                              bool eligible);
 
 /* What the kernel's balancing moved of p since its homes were last

@@ -155,18 +155,23 @@ static void test_room_and_nodes(void) {
         g_autofree char *h = homes(&c, NULL, own, NULL);
         g_assert_cmpstr(h, ==, "02");
 
-        /* only nodes 0 and 1 (placed whole there): the second thread
-         * fits on neither and goes to the less loaded, node 0, with the
-         * first: one node, no homes */
+        /* placed on nodes 0 and 1: the second thread fits on neither and
+         * goes outside them, to the first node with room */
         g_autoptr(NpMask) on = NULL;
-        NpHomesWhy why;
         g_assert_cmpint(np_mask_parse("0-1", &on), ==, 0);
-        g_assert_null(homes(&c, on, own, &why));
-        g_assert_cmpint(why, ==, NP_HOMES_ONE_NODE);
+        g_autofree char *h2 = homes(&c, on, own, NULL);
+        g_assert_cmpstr(h2, ==, "02");
         /* with node 1 less busy, each keeps its pages' node */
         c.nodes[1].cpu_busy = 0.2;
-        g_autofree char *h2 = homes(&c, on, own, NULL);
-        g_assert_cmpstr(h2, ==, "01");
+        g_autofree char *h3 = homes(&c, on, own, NULL);
+        g_assert_cmpstr(h3, ==, "01");
+        /* with every other node full, the less loaded of 0 and 1: both on
+         * node 0, one node, no homes */
+        c.nodes[1].cpu_busy = 0.9;
+        c.nodes[2].cpu_busy = c.nodes[3].cpu_busy = 1.0;
+        NpHomesWhy why;
+        g_assert_null(homes(&c, on, own, &why));
+        g_assert_cmpint(why, ==, NP_HOMES_ONE_NODE);
         case_clear(&c);
 
         /* node 2 has no memory, node 3 no CPUs: 0 and 1 share */
@@ -175,12 +180,11 @@ static void test_room_and_nodes(void) {
         c.nodes[3].cpu_capacity = 0;
         for (int i = 0; i < 3; i++)
                 add_thread(&c, 0.6, -1, "0", 5000, 0);
-        g_autofree char *h3 = homes(&c, NULL, NULL, NULL);
-        g_assert_cmpstr(h3, ==, "010");
-        /* only one node left: none */
-        g_autoptr(NpMask) one = NULL;
-        g_assert_cmpint(np_mask_parse("0,2-3", &one), ==, 0);
-        g_assert_null(homes(&c, one, NULL, &why));
+        g_autofree char *h4 = homes(&c, NULL, NULL, NULL);
+        g_assert_cmpstr(h4, ==, "010");
+        /* only one node with both: none */
+        c.nodes[1].mem_total = 0;
+        g_assert_null(homes(&c, NULL, NULL, &why));
         g_assert_cmpint(why, ==, NP_HOMES_NO_NODES);
         case_clear(&c);
 }
