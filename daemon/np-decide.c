@@ -405,6 +405,7 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *
                         /* numa_stat says nothing of the pages before */
                         .locality_before = from_stat ? -1.0 : p->locality_prev,
                         .kernel_migrated = np_process_cpu_settled(p) ? 0 : p->kernel_migrated_bytes,
+                        .thread_workers = hold == NP_HOLD_NONE && np_thread_homes_workers(m, p),
                         .kernel_churn = churn,
                         .kernel_churn_usec = churn_usec,
                         .memory_only = hold == NP_HOLD_PLACED && !advised && p->memory_only,
@@ -813,7 +814,7 @@ void np_decide_run(NpManager *m) {
                  * may get nodes of their own (np-thread-homes.h) */
                 bool every_node = hold == NP_HOLD_NONE && d->kind == NP_DECISION_KEEP &&
                         (d->reason.kernel == NP_KERNEL_EVERY_NODE || d->reason.code == NP_REASON_CPU_EVERY_NODE ||
-                         d->reason.code == NP_REASON_EVERY_NODE);
+                         d->reason.code == NP_REASON_EVERY_NODE || d->reason.code == NP_REASON_THREAD_WORKERS);
                 const NpMask *on = hold == NP_HOLD_MOVING                      ? p->moving_to
                         : hold == NP_HOLD_PLACED && p->state == NP_PROC_PLACED ? p->target
                                                                                : NULL;

@@ -88,15 +88,9 @@ static bool better(const NpPolicyNode *nodes, const double *load, double cap_sha
         return nodes[a].id < nodes[b].id;
 }
 
-GArray *np_policy_thread_homes(const NpPolicyNode *nodes, guint n_nodes, const NpMask *prefer, const GArray *own,
-                               const NpPolicyThread *threads, guint n, unsigned target_utilization, NpHomesWhy *why) {
-        NpHomesWhy dummy;
-        if (!why)
-                why = &dummy;
-        if (n < 2) {
-                *why = NP_HOMES_FEW_THREADS;
-                return NULL;
-        }
+NpHomesWhy np_policy_threads_private(const NpPolicyThread *threads, guint n) {
+        if (n < 2)
+                return NP_HOMES_FEW_THREADS;
         uint64_t priv = 0, all = 0;
         for (guint i = 0; i < n; i++)
                 for (guint k = 0; threads[i].faults && k < threads[i].faults->len; k++) {
@@ -104,14 +98,21 @@ GArray *np_policy_thread_homes(const NpPolicyNode *nodes, guint n_nodes, const N
                         priv += f->private_faults;
                         all += f->private_faults + f->shared_faults;
                 }
-        if (all < (uint64_t) NP_HOMES_MIN_FAULTS * n) {
-                *why = NP_HOMES_FEW_FAULTS;
+        if (all < (uint64_t) NP_HOMES_MIN_FAULTS * n)
+                return NP_HOMES_FEW_FAULTS;
+        if ((double) priv < NP_HOMES_PRIVATE_SHARE * (double) all)
+                return NP_HOMES_SHARED;
+        return NP_HOMES_GIVEN;
+}
+
+GArray *np_policy_thread_homes(const NpPolicyNode *nodes, guint n_nodes, const NpMask *prefer, const GArray *own,
+                               const NpPolicyThread *threads, guint n, unsigned target_utilization, NpHomesWhy *why) {
+        NpHomesWhy dummy;
+        if (!why)
+                why = &dummy;
+        *why = np_policy_threads_private(threads, n);
+        if (*why != NP_HOMES_GIVEN)
                 return NULL;
-        }
-        if ((double) priv < NP_HOMES_PRIVATE_SHARE * (double) all) {
-                *why = NP_HOMES_SHARED;
-                return NULL;
-        }
 
         g_autofree guint *cand = g_new0(guint, n_nodes ? n_nodes : 1);
         g_autofree double *load = g_new0(double, n_nodes ? n_nodes : 1);

@@ -55,6 +55,11 @@ typedef enum {
         NP_HOMES_NO_NODES, /* fewer than two nodes with CPUs and memory */
 } NpHomesWhy;
 
+/* Do the busy threads `threads` (n) work on their own pages, by the rule
+ * above? NP_HOMES_GIVEN when they do, else why not (FEW_THREADS,
+ * FEW_FAULTS, SHARED). */
+NpHomesWhy np_policy_threads_private(const NpPolicyThread *threads, guint n);
+
 /*
  * Homes for the busy threads `threads` (n of them, each at least
  * NP_BUSY_THREAD_CPU) of one process, among `nodes` (n_nodes). `own`
@@ -74,7 +79,8 @@ typedef enum {
  * of `prefer` (of all when none).
  *
  * Returns a new GArray of NpThreadHome in the order of `threads`, and
- * *why NP_HOMES_GIVEN; NULL with *why saying why not. Deterministic.
+ * *why NP_HOMES_GIVEN; NULL with *why saying why not (the reasons of
+ * np_policy_threads_private(), ONE_NODE, NO_NODES). Deterministic.
  */
 GArray *np_policy_thread_homes(const NpPolicyNode *nodes, guint n_nodes, const NpMask *prefer, const GArray *own,
                                const NpPolicyThread *threads, guint n, unsigned target_utilization, NpHomesWhy *why);

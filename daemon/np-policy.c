@@ -220,6 +220,14 @@ static NpDecision *place_or_nofit(NpLedger *l, const NpPolicyProcess *p, const N
                 r->code = NP_REASON_EVERY_NODE;
                 return decision(p->pid, NP_DECISION_KEEP, NULL, r);
         }
+        if (p->thread_workers && l->params->kernel_balancing && np_mask_weight(set) > 1 && !p->current) {
+                /* each busy thread gets a node of its own instead, where
+                 * the kernel moves its pages (np-thread-homes.h) */
+                np_ledger_footprint(l, p, +1);
+                r->code = NP_REASON_THREAD_WORKERS;
+                r->nodes = g_steal_pointer(&set);
+                return decision(p->pid, NP_DECISION_KEEP, NULL, r);
+        }
         r->nodes = np_mask_copy(set);
         if (p->current && np_mask_equal(set, p->current)) {
                 np_ledger_footprint(l, p, +1);

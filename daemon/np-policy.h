@@ -37,8 +37,11 @@
  *      TargetUtilization: more room decides only between sets as near),
  *      the nodes its threads run on (before room when the kernel's NUMA
  *      balancing is on: it moves pages to the threads); a process
- *      whose demand needs every node is left spread (do no harm); when
- *      nothing fits it is left where it is (NOFIT).
+ *      whose demand needs every node is left spread (do no harm), and so
+ *      is one that needs several when the kernel's balancing is on and
+ *      its busy threads work on their own pages (thread_workers: their
+ *      homes, np-thread-homes.h, make each thread local); when nothing
+ *      fits it is left where it is (NOFIT).
  *
  * Hugetlb pages come from the nodes' pools, not from their free memory: a
  * process's hugetlb bytes (huge_per_node) are counted against the free huge
@@ -100,6 +103,9 @@ typedef struct {
                                 * NP_POLICY_CHURN_WINDOW_USEC, or over less (since its start,
                                 * or its first reading) */
         uint64_t kernel_churn_usec; /* the time kernel_churn covers */
+        bool thread_workers; /* its busy threads work on their own pages (np-policy-threads.h):
+                              * with the kernel's NUMA balancing on, each gets a node of its own
+                              * (np-thread-homes.h) instead of the process a set of nodes */
         bool memory_only; /* PLACED: only its memory is held on current, its threads run
                            * on runs_on (NP_REASON_KERNEL_CHURN) */
         const NpMask *runs_on; /* memory_only: the nodes whose CPUs its threads may use; NULL =

@@ -311,6 +311,12 @@ char *np_reason_render(const NpReason *r) {
         case NP_REASON_EVERY_NODE:
                 g_string_append_printf(o, ", but %.1f CPUs and %.0f MiB need every node: left spread", r->cpu, mib);
                 break;
+        case NP_REASON_THREAD_WORKERS:
+                g_string_append_printf(o,
+                                       ", but it needs %u nodes and its busy threads work on their own pages: left "
+                                       "spread",
+                                       r->nodes ? np_mask_weight(r->nodes) : 0);
+                break;
         case NP_REASON_STILL_BEST:
                 g_string_append_printf(o, "; its nodes %s are still the best", nodes);
                 break;

@@ -27,6 +27,24 @@ static bool same_homes(const NpProcess *p, const GArray *homes) {
         return true;
 }
 
+/* p's busy threads as the pure rule takes them; their faults stay in
+ * *faults (the caller's). */
+static NpPolicyThread *busy_threads(const NpProcess *p, GArray **faults, guint *n) {
+        *n = 0;
+        if (np_process_read_thread_faults(p, NP_BUSY_THREAD_CPU, faults) < 0)
+                return NULL;
+        NpPolicyThread *threads = g_new0(NpPolicyThread, (*faults)->len ? (*faults)->len : 1);
+        for (guint i = 0; i < (*faults)->len; i++) {
+                const NpThreadFaults *f = &g_array_index(*faults, NpThreadFaults, i);
+                threads[i] = (NpPolicyThread){ .tid = f->tid,
+                                               .cpu = f->cpu,
+                                               .faults = f->faults,
+                                               .home = home_of(p, f->tid) };
+        }
+        *n = (*faults)->len;
+        return threads;
+}
+
 static gint by_tid(gconstpointer a, gconstpointer b) {
         const NpThreadHome *x = a, *y = b;
         return (x->tid > y->tid) - (x->tid < y->tid);
@@ -88,18 +106,12 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
         }
 
         g_autoptr(GArray) faults = NULL;
-        if (np_process_read_thread_faults(p, NP_BUSY_THREAD_CPU, &faults) < 0)
+        guint n;
+        g_autofree NpPolicyThread *threads = busy_threads(p, &faults, &n);
+        if (!threads)
                 return NULL; /* gone: the scan forgets it */
-        g_autofree NpPolicyThread *threads = g_new0(NpPolicyThread, faults->len ? faults->len : 1);
-        for (guint i = 0; i < faults->len; i++) {
-                const NpThreadFaults *f = &g_array_index(faults, NpThreadFaults, i);
-                threads[i] = (NpPolicyThread){ .tid = f->tid,
-                                               .cpu = f->cpu,
-                                               .faults = f->faults,
-                                               .home = home_of(p, f->tid) };
-        }
         NpHomesWhy why;
-        g_autoptr(GArray) homes = np_policy_thread_homes(nodes, n_nodes, prefer, p->cpu_per_node, threads, faults->len,
+        g_autoptr(GArray) homes = np_policy_thread_homes(nodes, n_nodes, prefer, p->cpu_per_node, threads, n,
                                                          m->config->target_utilization, &why);
         if (!homes) {
                 /* a pinned thread that idles for a while keeps its home */
@@ -169,6 +181,21 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
                 np_manager_set_state(m, p, NP_PROC_PLACED, all, np_now_usec(CLOCK_REALTIME));
         }
         return clause(p->thread_homes);
+}
+
+bool np_thread_homes_workers(NpManager *m, const NpProcess *p) {
+        if (!np_manager_kernel_balancing(m) || !p->thread_cpu || !p->running_nodes ||
+            np_mask_weight(p->running_nodes) < 2)
+                return false;
+        guint busy = 0;
+        for (guint i = 0; i < p->thread_cpu->len; i++)
+                busy += g_array_index(p->thread_cpu, NpThreadCpu, i).cpu >= NP_BUSY_THREAD_CPU;
+        if (busy < 2)
+                return false;
+        g_autoptr(GArray) faults = NULL;
+        guint n;
+        g_autofree NpPolicyThread *threads = busy_threads(p, &faults, &n);
+        return threads && np_policy_threads_private(threads, n) == NP_HOMES_GIVEN;
 }
 
 uint64_t np_thread_homes_migrated(const NpProcess *p, uint64_t now_usec, uint64_t *span_usec) {

@@ -39,6 +39,11 @@
 char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nodes, guint n_nodes, const NpMask *prefer,
                              bool eligible);
 
+/* For the policy's snapshot (NpPolicyProcess.thread_workers): with the
+ * kernel's NUMA balancing on, do at least two busy threads of p, on more
+ * than one node, work on their own pages (their faults read now)? */
+bool np_thread_homes_workers(NpManager *m, const NpProcess *p);
+
 /* What the kernel's balancing moved of p since its homes were last
  * changed (kernel_migrated_bytes then and now), and *span_usec the time
  * since; UINT64_MAX when p has no homes. */

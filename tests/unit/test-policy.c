@@ -158,6 +158,33 @@ static void test_one_node_where_memory_is(void) {
         machine_clear(&m);
 }
 
+/* A process that needs two nodes for its CPUs, whose busy threads work on
+ * their own pages: with the kernel's balancing on it is left spread (each
+ * thread gets a node of its own, np-thread-homes.h); without, the policy
+ * places it whole on two nodes as any other. */
+static void test_thread_workers_left_spread(void) {
+        Machine m;
+        machine_init(&m, 4, 4, 4 * GiB);
+        NpPolicyProcess *p = process(&m, 100, 6.0, "0-2", (unsigned[]){ 64, 64, 64, 64 });
+        p->thread_workers = true;
+        m.params.kernel_balancing = true;
+        g_autoptr(GPtrArray) d = decide(&m);
+        assert_keep(d, 0, NP_REASON_THREAD_WORKERS);
+        assert_nodes(why(d, 0)->nodes, "0-1");
+        g_assert_nonnull(strstr(why_of(dec(d, 0)), "needs 2 nodes and its busy threads work on their own pages"));
+        m.params.kernel_balancing = false;
+        g_autoptr(GPtrArray) e = decide(&m);
+        g_assert_cmpint(dec(e, 0)->kind, ==, NP_DECISION_MOVE);
+        g_assert_cmpuint(np_mask_weight(dec(e, 0)->nodes), ==, 2);
+        /* one node is enough: placed whole there, threads and all */
+        m.params.kernel_balancing = true;
+        p->cpu = 2.0;
+        g_autoptr(GPtrArray) f = decide(&m);
+        g_assert_cmpint(dec(f, 0)->kind, ==, NP_DECISION_MOVE);
+        g_assert_cmpuint(np_mask_weight(dec(f, 0)->nodes), ==, 1);
+        machine_clear(&m);
+}
+
 static void test_node_count_by_demand(void) {
         Machine m;
         machine_init(&m, 4, 4, 4 * GiB);
@@ -1868,6 +1895,7 @@ int main(int argc, char **argv) {
         rendered = g_ptr_array_new_with_free_func(g_free);
         g_test_add_func("/policy/one-node-where-memory-is", test_one_node_where_memory_is);
         g_test_add_func("/policy/node-count-by-demand", test_node_count_by_demand);
+        g_test_add_func("/policy/thread-workers-left-spread", test_thread_workers_left_spread);
         g_test_add_func("/policy/busy-thread-fits-one-cpu", test_busy_thread_fits_one_cpu);
         g_test_add_func("/policy/near-neighbours", test_near_neighbours);
         g_test_add_func("/policy/near-neighbour-by-cpu", test_near_neighbour_by_cpu);
