@@ -28,6 +28,9 @@
  *   Thread.1235.Cgroup=/             per-thread originals (Cgroup: cpuset only)
  *   Thread.1235.Affinity=0-1
  *   Unit=foo.service                 any other key: a mechanism's own (NpStateProcess.extra)
+ *   ThreadHomes=1235:0;1236:1        threads kept each on one node (np_backend_pin_threads()),
+ *                                    their originals in Thread.TID.Affinity
+ *   ThreadHomesOnly=yes              the record is for those threads alone
  *
  * Cgroup paths are relative to the hierarchy's mount point, as in
  * /proc/PID/cgroup ("/" is the root).

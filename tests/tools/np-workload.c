@@ -103,8 +103,9 @@ static void usage(FILE *f) {
                 "                          SIGUSR1 prints them again at any time, and with\n"
                 "                          --threads N --sweep how local each worker's own\n"
                 "                          slice is ('SLICES local=PERMILLE w0=NODE:PERMILLE\n"
-                "                          ...': the node of the CPU it last ran on; the shape\n"
-                "                          of autonuma-benchmark's numa02)\n"
+                "                          ... unknown=PAGES': the node of the CPU it last ran\n"
+                "                          on, of the pages move_pages(2) tells the node of;\n"
+                "                          the shape of autonuma-benchmark's numa02)\n"
                 "  --share-mb N            also N MB of shared memory (MAP_SHARED, same policy),\n"
                 "                          mapped by a child that sleeps until this ends;\n"
                 "                          prints 'CHILD pid=C'\n"
@@ -314,6 +315,8 @@ static void share(const struct worker *w, size_t c, size_t *from, size_t *to) {
 
 /* Pages of `from`..`to` of chunk c on `node`, and how many were asked
  * (move_pages(2) with nodes == NULL). */
+static unsigned long unknown_pages; /* of the last report */
+
 static void count_on_node(size_t c, size_t from, size_t to, int node, unsigned long *on, unsigned long *all) {
         enum { BATCH = 4096 };
         void *pages[BATCH];
@@ -324,19 +327,25 @@ static void count_on_node(size_t c, size_t from, size_t to, int node, unsigned l
                         pages[i] = chunks[c].addr + (done + i) * (size_t) page_size;
                 if (move_pages(0, n, pages, NULL, status, 0) != 0)
                         die_errno("move_pages");
-                for (size_t i = 0; i < n; i++)
+                /* a page the kernel cannot say the node of now (a
+                 * negative status) is counted nowhere */
+                for (size_t i = 0; i < n; i++) {
                         *on += status[i] == node;
-                *all += n;
+                        *all += status[i] >= 0;
+                        unknown_pages += status[i] < 0;
+                }
                 done += n;
         }
 }
 
 /* With several sweeping workers (the shape of autonuma-benchmark's
  * numa02): the share of each worker's own slice on the node of the CPU it
- * last ran on, and of all slices together, in per mille:
- * 'SLICES local=L w0=NODE:L0 w1=NODE:L1 ...'. */
+ * last ran on, and of all slices together, in per mille, of the pages
+ * whose node move_pages(2) tells, and how many it did not tell:
+ * 'SLICES local=L w0=NODE:L0 w1=NODE:L1 ... unknown=N'. */
 static void report_slices(void) {
         unsigned long on_all = 0, all = 0;
+        unknown_pages = 0;
         char line[4096];
         size_t len = 0;
         for (unsigned i = 0; i < n_workers; i++) {
@@ -358,7 +367,7 @@ static void report_slices(void) {
                         len += (size_t) k;
         }
         line[len] = 0;
-        printf("SLICES local=%lu%s\n", all ? 1000 * on_all / all : 0, line);
+        printf("SLICES local=%lu%s unknown=%lu\n", all ? 1000 * on_all / all : 0, line, unknown_pages);
         fflush(stdout);
 }
 

@@ -36,13 +36,14 @@ node, cgroup v1), at default settings unless a scenario says otherwise.
   numa02-nb   autonuma-benchmark's numa02 shape with the balancing on: one
               process, four busy threads on their own slices of 320 MB
               first touched on node 0; the kernel moves its pages after
-              threads the scheduler keeps moving. The daemon holds its
-              memory on one node (cpuset mem-N: Mems_allowed that node,
-              every CPU allowed; mem-N-on-NODES, those nodes' CPUs, when
-              it was placed whole on them before), >= 95% of its pages
-              there, the Decision
-              says what the kernel moved; 30 s steady: at most 1% of
-              its memory moved (the kernel's counters printed)
+              threads the scheduler keeps moving. The daemon keeps each
+              busy thread on a node of its own (Cpus_allowed_list that
+              node's CPUs, the other threads every CPU), in no cpuset (or
+              in the cpuset of a placement it widened for them first, no
+              page moved); >= 95% of each thread's private NUMA faults on
+              pages of its node; the Decision names the homes; 30 s
+              steady: at most 1% of its memory moved; after the stop
+              every thread has every CPU again
   late        one busy process started once the machine was quiet long
               enough for the scan interval to stretch to MaxScanIntervalSec:
               a peek between the stretched scans sees its memory and brings
@@ -577,10 +578,24 @@ def check_numa02_nb(t, res):
     others = {tid: c for tid, c in tasks.items() if tid not in pins}
     t.check(others and all(c == res.get("all.cpus") for c in others.values()),
             f"numa02-nb: its other threads keep every CPU ({others})")
-    t.eq(res.get("a.cgroup"), "/", "numa02-nb: in no cpuset of the daemon's")
+    # either left spread from the start (its homes are all the daemon holds
+    # of it), or placed whole on too few nodes before its threads' faults
+    # were counted, and that placement widened to the nodes they need
+    placed = [x for x in log if f"Placed {a} " in x]
+    widened = [x for x in log if f"Widening the placement of {a} " in x]
+    if placed:
+        t.check(widened and "0 bytes moved" in placed[-1],
+                f"numa02-nb: placed first, then widened for its threads with no page moved ({placed}, {widened})")
+        target = [int(x) for x in (res.get("state") or "").split()[2:]]
+        t.eq(res.get("a.cgroup"), "/numaplaced/nodes-" + npvm.nodelist(target).replace(",", "_"),
+             "numa02-nb: in the daemon's cpuset of its nodes")
+    else:
+        t.eq(res.get("a.cgroup"), "/", "numa02-nb: in no cpuset of the daemon's")
+        t.eq(res.get("daemon.migrated"), "0", "numa02-nb: the daemon moved no page itself")
     # where each homed thread's pages are: its private hinting faults by
-    # node (np-workload's SLICES, printed, counts a page the kernel's scan
-    # has just made PROT_NONE as on no node, so it dips now and then)
+    # node, the kernel's own view (np-workload's SLICES is printed: it
+    # counts the pages move_pages(2) tells the node of, and after the
+    # kernel's scan of a slice it tells few of them)
     faults = {x.split()[0]: dict(f.split(":") for f in x.split()[1:]) for x in res.all("faults")}
     for tid, node in pins.items():
         f = {n: int(c) for n, c in faults.get(tid, {}).items()}
@@ -590,7 +605,6 @@ def check_numa02_nb(t, res):
     steady = res.int("steady.pgmigrate")
     t.check(steady is not None and steady <= 320 * 256 // 100,
             f"numa02-nb: {steady} pages moved in the steady {NUMA02_STEADY_SEC} s (at most 1% of its memory)")
-    t.eq(res.get("daemon.migrated"), "0", "numa02-nb: the daemon moved no page itself")
     t.eq(res.get("homes.lines"), "1", "numa02-nb: the homes were not changed")
     decision = (res.get("decision") or "").replace("\\'", "'")
     t.check("each is kept on its own node" in decision, f"numa02-nb: Decision {decision!r}")
@@ -600,7 +614,10 @@ def check_numa02_nb(t, res):
     released = dict(x.split(None, 1) for x in res.all("released"))
     t.check(released and all(c == res.get("all.cpus") for c in released.values()),
             f"numa02-nb: after the stop every thread has every CPU again ({released})")
-    t.check(not any(f"Placing {a} " in x for x in log), "numa02-nb: no placement of its memory")
+    t.check(not any(f"Placing {a} " in x and "without settling" in x for x in log),
+            "numa02-nb: its memory was not held for the kernel's moving it back and forth")
+    for line in placed + widened:
+        print(f"  ..   {line}")
     print(f"  ..   numa02-nb: homes {res.get('homes.after')} s after its start, when the kernel had moved "
           f"{res.int('homes.pgmigrate') or 0} pages ({(res.int('homes.pgmigrate') or 0) / (320 * 256):.2f} times its "
           f"memory); {res.int('all.pgmigrate')} pages moved in all; steady {NUMA02_STEADY_SEC} s: "
