@@ -124,6 +124,22 @@ unsigned np_hotplug_recheck(NpManager *m) {
                 if (!held)
                         continue;
                 g_autoptr(NpMask) held_copy = np_mask_copy(held);
+                if (p->threads_only) {
+                        /* kept by its thread homes alone (np-thread-homes.h):
+                         * when a node of them changed its CPUs, every thread
+                         * is put back, and the next round gives new homes */
+                        if (affected) {
+                                int r = np_backend_release(m->backend, p->pid);
+                                g_autofree char *nodes = np_mask_format(p->target);
+                                log_info("CPUs of nodes %s changed: the threads of %d (%s) are no longer kept on "
+                                         "their own nodes%s%s; the next round gives them new ones",
+                                         nodes, p->pid, p->comm, r < 0 && r != -ESRCH && r != -ENOENT ? ": " : "",
+                                         r < 0 && r != -ESRCH && r != -ENOENT ? g_strerror(-r) : "");
+                                mark_released(m, p);
+                                acted++;
+                        }
+                        continue;
+                }
                 g_autoptr(NpMask) node_cpus = np_topology_cpus_of(m->topology, p->target);
                 /* only when they lost them now: the policy may place a process
                  * that hardly uses a CPU on a memory-only node on purpose */

@@ -195,6 +195,53 @@ static void test_placed_loses_cpus(Fixture *f, gconstpointer data) {
         np_process_set_state(p, NP_PROC_OBSERVED, NULL, 2);
 }
 
+/* A process placed by its thread homes alone (np-thread-homes.h): its
+ * record holds every CPU and one thread on node 1. A scan with nothing
+ * changed leaves it as it is (the homes' CPUs are not the record's); when
+ * node 1's CPU goes offline, every thread is put back and it is observed
+ * again, for the next round to give new homes. */
+static void test_thread_homes_end(Fixture *f, gconstpointer data) {
+        if (!machine_has_cpus_0_1()) {
+                g_test_skip("this machine has no CPUs 0 and 1 to confine to");
+                return;
+        }
+        uint64_t st = starttime_of(f->child);
+        g_autoptr(NpMask) nodes = np_mask_new(), cpu1 = np_mask_new();
+        g_autoptr(GError) e = NULL;
+        np_mask_set(nodes, 1);
+        np_mask_set(cpu1, 1);
+        g_autoptr(GArray) pins = g_array_new(FALSE, FALSE, sizeof(NpThreadPin));
+        NpThreadPin x = { f->child, 1, cpu1 };
+        g_array_append_val(pins, x);
+        g_assert_cmpint(np_backend_pin_threads(f->m->backend, f->child, st, nodes, pins, &e), ==, 0);
+        g_assert_no_error(e);
+        np_sysroot_set(f->root);
+        NpProcess *p = np_manager_add_process(f->m, f->child, st);
+        g_strlcpy(p->comm, "child", sizeof p->comm);
+        np_manager_set_state(f->m, p, NP_PROC_PLACED, nodes, 1);
+        p->threads_only = true;
+        np_process_set_significant(p, true);
+
+        /* (the scan counted no held process: the child is not in the
+         * fixture's /proc; the daemon's would count it) */
+        g_hash_table_steal(f->m->processes, GINT_TO_POINTER(f->child));
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
+        g_hash_table_insert(f->m->processes, GINT_TO_POINTER(f->child), p);
+        f->m->held_last = 1;
+        g_assert_cmpuint(np_hotplug_recheck(f->m), ==, 0);
+        g_assert_cmpint(p->state, ==, NP_PROC_PLACED);
+        g_assert_true(np_backend_pins_threads(f->m->backend, f->child));
+        g_autofree char *kept = affinity_of(f->child);
+        g_assert_cmpstr(kept, ==, "1");
+
+        set_cpu1(f, false);
+        g_assert_cmpuint(scan_and_recheck(f, &p), ==, 1);
+        g_assert_cmpint(p->state, ==, NP_PROC_OBSERVED);
+        g_assert_false(np_backend_holds(f->m->backend, f->child));
+        g_autofree char *back = affinity_of(f->child);
+        g_assert_cmpstr(back, ==, "0-1");
+}
+
 static void test_pinned_follows_cpus(Fixture *f, gconstpointer data) {
         if (!machine_has_cpus_0_1()) {
                 g_test_skip("this machine has no CPUs 0 and 1 to confine to");
@@ -275,6 +322,7 @@ int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/hotplug/placed-loses-cpus", Fixture, NULL, setup, test_placed_loses_cpus, teardown);
         g_test_add("/hotplug/pinned-follows-cpus", Fixture, NULL, setup, test_pinned_follows_cpus, teardown);
+        g_test_add("/hotplug/thread-homes-end", Fixture, NULL, setup, test_thread_homes_end, teardown);
         g_test_add("/hotplug/moving-waits", Fixture, NULL, setup, test_moving_waits, teardown);
         g_test_add("/hotplug/placed-on-cpuless-node-stays", Fixture, NULL, setup, test_placed_on_cpuless_node_stays,
                    teardown);
