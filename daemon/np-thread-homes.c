@@ -119,6 +119,16 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
                         end_homes(m, p, np_homes_why_to_string(why));
                 return p->thread_homes ? clause(p->thread_homes) : NULL;
         }
+        /* a homed thread that idles keeps its home while it lives */
+        for (guint i = 0; p->thread_homes && i < p->thread_homes->len; i++) {
+                const NpThreadHome *old = &g_array_index(p->thread_homes, NpThreadHome, i);
+                bool listed = false;
+                for (guint k = 0; k < homes->len && !listed; k++)
+                        listed = g_array_index(homes, NpThreadHome, k).tid == old->tid;
+                g_autofree char *task = g_strdup_printf("/proc/%d/task/%d", p->pid, (int) old->tid);
+                if (!listed && g_file_test(task, G_FILE_TEST_EXISTS))
+                        g_array_append_val(homes, *old);
+        }
         if (same_homes(p, homes))
                 return clause(homes);
 
