@@ -414,9 +414,9 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *
                         .huge_per_node = p->maps_error == 0 ? p->maps.huge_per_node : NULL,
                         .running = p->running_nodes,
                         .cpu_per_node = p->cpu_per_node,
-                        .current = hold == NP_HOLD_MOVING && p->moving_to ? p->moving_to
-                                : np_process_held(p) || advised           ? p->target
-                                                                          : NULL,
+                        .current = hold == NP_HOLD_MOVING && p->moving_to             ? p->moving_to
+                                : (np_process_held(p) && !p->threads_only) || advised ? p->target
+                                                                                      : NULL,
                         .left = p->left,
                         .stuck = hold == NP_HOLD_PLACED && !advised ? p->stuck_bytes : 0,
                         .since_move_usec = p->moved_usec ? now - p->moved_usec : UINT64_MAX,
@@ -819,9 +819,12 @@ void np_decide_run(NpManager *m) {
                         : hold == NP_HOLD_PLACED && p->state == NP_PROC_PLACED ? p->target
                                                                                : NULL;
                 bool placed_spread = on && np_mask_weight(on) > 1 && !p->memory_only && d->kind == NP_DECISION_KEEP;
+                /* (one its homes alone hold stays homed while the policy
+                 * keeps it where it is, local or not) */
                 bool homes_ok = s.params.kernel_balancing && m->config->mode == NP_MODE_ENFORCE &&
                         (!g || g->key.kind == NP_GROUP_PROCESS) &&
-                        (every_node || (placed_spread && hold == NP_HOLD_PLACED));
+                        (every_node || (placed_spread && hold == NP_HOLD_PLACED) ||
+                         (p->threads_only && hold == NP_HOLD_NONE && d->kind == NP_DECISION_KEEP));
                 g_autofree char *homes =
                         np_thread_homes_settle(m, p, s.nodes, s.n_nodes, every_node ? NULL : p->target, homes_ok);
                 if (homes) {

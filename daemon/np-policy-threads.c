@@ -65,24 +65,36 @@ static double own_on(const GArray *own, unsigned node) {
 }
 
 /* Is node a better home for t than best (both candidates; load[] after the
- * homes given so far)? */
+ * homes given so far)? Among nodes with room: one of `prefer`, its home,
+ * the most of its private faults, the least load; when neither has room:
+ * its home unless the other is less loaded by NP_HOMES_LOAD_MARGIN, else
+ * the less loaded first. */
 static bool better(const NpPolicyNode *nodes, const double *load, double cap_share, const NpMask *prefer,
                    const NpPolicyThread *t, guint a, guint b) {
         bool fits_a = load[a] + t->cpu <= nodes[a].cpu_capacity * cap_share;
         bool fits_b = load[b] + t->cpu <= nodes[b].cpu_capacity * cap_share;
         if (fits_a != fits_b)
                 return fits_a;
+        /* the load, as a share of the node's CPUs */
+        double la = load[a] / nodes[a].cpu_capacity, lb = load[b] / nodes[b].cpu_capacity;
+        bool home_a = t->home == (int) nodes[a].id, home_b = t->home == (int) nodes[b].id;
+        if (!fits_a) {
+                /* a home is kept unless another node is clearly less loaded */
+                if (home_a && la <= lb + NP_HOMES_LOAD_MARGIN)
+                        return true;
+                if (home_b && lb <= la + NP_HOMES_LOAD_MARGIN)
+                        return false;
+                if (la != lb)
+                        return la < lb;
+        }
         bool in_a = !prefer || np_mask_test(prefer, nodes[a].id), in_b = !prefer || np_mask_test(prefer, nodes[b].id);
         if (in_a != in_b)
                 return in_a;
-        bool home_a = t->home == (int) nodes[a].id, home_b = t->home == (int) nodes[b].id;
-        if (fits_a && home_a != home_b)
+        if (home_a != home_b)
                 return home_a;
         uint64_t pa = private_on(t, nodes[a].id), pb = private_on(t, nodes[b].id);
-        if (fits_a && pa != pb)
+        if (pa != pb)
                 return pa > pb;
-        /* the least load, as a share of the node's CPUs */
-        double la = load[a] / nodes[a].cpu_capacity, lb = load[b] / nodes[b].cpu_capacity;
         if (la != lb)
                 return la < lb;
         return nodes[a].id < nodes[b].id;

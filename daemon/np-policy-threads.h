@@ -33,6 +33,10 @@
  * (the kernel decays the counts, halving them at each of its scan
  * periods: a steady sweeper keeps thousands). */
 #define NP_HOMES_MIN_FAULTS 200
+/* When no node has room for a thread, its home stays unless another node
+ * is less loaded by this share of its CPUs (the load of others is
+ * measured, and noisy). */
+#define NP_HOMES_LOAD_MARGIN 0.25
 
 typedef struct {
         pid_t tid;
@@ -76,7 +80,8 @@ NpHomesWhy np_policy_threads_private(const NpPolicyThread *threads, guint n);
  * kept thread stays: the kernel has moved its pages there); has the most
  * of its private faults (its pages are there: nothing to move); has the
  * least load; has the lowest id. When no node has room, the least loaded
- * of `prefer` (of all when none).
+ * (as a share of its CPUs; its home unless another is less loaded by
+ * NP_HOMES_LOAD_MARGIN), then by the same order.
  *
  * Returns a new GArray of NpThreadHome in the order of `threads`, and
  * *why NP_HOMES_GIVEN; NULL with *why saying why not (the reasons of

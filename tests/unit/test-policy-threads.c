@@ -106,6 +106,30 @@ static void test_homes_hold(void) {
         case_clear(&c);
 }
 
+/* No node has room (a busy machine): the least loaded nodes, but a thread
+ * keeps its home unless another node is clearly less loaded, so noise in
+ * the load of others does not move threads (and their pages) around. */
+static void test_no_room(void) {
+        Case c;
+        case_init(&c, 4, 1.0);
+        for (guint i = 0; i < 4; i++)
+                c.nodes[i].cpu_busy = 0.4 + 0.05 * i;
+        add_thread(&c, 0.6, -1, "0", 5000, 0);
+        add_thread(&c, 0.6, -1, "0", 5000, 0);
+        g_autofree char *h = homes(&c, NULL, NULL, NULL);
+        g_assert_cmpstr(h, ==, "01");
+        /* kept on 3 and 2, less loaded by 0.1 and 0.15 elsewhere: kept */
+        c.threads[0].home = 3;
+        c.threads[1].home = 2;
+        g_autofree char *h2 = homes(&c, NULL, NULL, NULL);
+        g_assert_cmpstr(h2, ==, "32");
+        /* node 0 empties: the thread on the busiest node goes there */
+        c.nodes[0].cpu_busy = 0.0;
+        g_autofree char *h3 = homes(&c, NULL, NULL, NULL);
+        g_assert_cmpstr(h3, ==, "02");
+        case_clear(&c);
+}
+
 /* No homes: one busy thread; faults the kernel has not counted yet;
  * threads that share their pages (numa01's shape); threads that all fit
  * on the node of their pages (the policy places the process whole). */
@@ -195,6 +219,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/homes/follows-the-pages", test_follows_the_pages);
         g_test_add_func("/homes/hold", test_homes_hold);
         g_test_add_func("/homes/none", test_no_homes);
+        g_test_add_func("/homes/no-room", test_no_room);
         g_test_add_func("/homes/room-and-nodes", test_room_and_nodes);
         return g_test_run();
 }
