@@ -110,7 +110,10 @@ bool np_classify_foreign(NpManager *m, const NpProcess *p) {
  * its last two reads (the kernel may be moving it, or its threads moved):
  * the policy must not decide on where its pages were a scan ago. */
 static bool kernel_moving(const NpManager *m, const NpProcess *p) {
-        if (!np_manager_kernel_balancing(m) || !p->significant || p->state != NP_PROC_OBSERVED || !p->maps.per_node ||
+        /* (one its thread homes alone hold is judged as not placed: the
+         * kernel moves its pages to its threads' nodes) */
+        bool unplaced = p->state == NP_PROC_OBSERVED || (p->state == NP_PROC_PLACED && p->threads_only);
+        if (!np_manager_kernel_balancing(m) || !p->significant || !unplaced || !p->maps.per_node ||
             p->maps.balanced_bytes * 2 < p->maps.total_bytes)
                 return false;
         return p->locality * 100.0 < (double) m->config->memory_locality_target || p->locality_prev < 0 ||

@@ -381,6 +381,8 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *
                 bool advised = hold == NP_HOLD_NONE && advised_there(m, p);
                 if (advised)
                         hold = NP_HOLD_PLACED;
+                /* its busy threads' faults: thread homes (np-thread-homes.h) */
+                NpHomesWhy workers = hold == NP_HOLD_NONE ? np_thread_homes_workers(m, p) : NP_HOMES_FEW_THREADS;
                 uint64_t churn_usec, homes_usec;
                 uint64_t churn = np_process_kernel_churn(p, &churn_usec);
                 /* its threads kept on their own nodes: what the kernel moved
@@ -405,7 +407,9 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *
                         /* numa_stat says nothing of the pages before */
                         .locality_before = from_stat ? -1.0 : p->locality_prev,
                         .kernel_migrated = np_process_cpu_settled(p) ? 0 : p->kernel_migrated_bytes,
-                        .thread_workers = hold == NP_HOLD_NONE && np_thread_homes_workers(m, p),
+                        .thread_workers = workers == NP_HOMES_GIVEN,
+                        .thread_faults_pending =
+                                workers == NP_HOMES_FEW_FAULTS && np_process_age_usec(p) < NP_HOMES_WAIT_USEC,
                         .kernel_churn = churn,
                         .kernel_churn_usec = churn_usec,
                         .memory_only = hold == NP_HOLD_PLACED && !advised && p->memory_only,

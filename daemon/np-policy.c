@@ -228,6 +228,13 @@ static NpDecision *place_or_nofit(NpLedger *l, const NpPolicyProcess *p, const N
                 r->nodes = g_steal_pointer(&set);
                 return decision(p->pid, NP_DECISION_KEEP, NULL, r);
         }
+        if (p->thread_faults_pending && l->params->kernel_balancing && np_mask_weight(set) > 1 && !p->current) {
+                /* the next scans tell whether its threads get homes */
+                np_ledger_footprint(l, p, +1);
+                r->code = NP_REASON_THREAD_FAULTS_PENDING;
+                r->nodes = g_steal_pointer(&set);
+                return decision(p->pid, NP_DECISION_KEEP, NULL, r);
+        }
         r->nodes = np_mask_copy(set);
         if (p->current && np_mask_equal(set, p->current)) {
                 np_ledger_footprint(l, p, +1);

@@ -317,6 +317,12 @@ char *np_reason_render(const NpReason *r) {
                                        "spread",
                                        r->nodes ? np_mask_weight(r->nodes) : 0);
                 break;
+        case NP_REASON_THREAD_FAULTS_PENDING:
+                g_string_append_printf(o,
+                                       ", but it needs %u nodes and the kernel has not counted its busy threads' NUMA "
+                                       "faults yet (do they work on their own pages?): left where it is for now",
+                                       r->nodes ? np_mask_weight(r->nodes) : 0);
+                break;
         case NP_REASON_STILL_BEST:
                 g_string_append_printf(o, "; its nodes %s are still the best", nodes);
                 break;

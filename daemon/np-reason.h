@@ -84,6 +84,8 @@ typedef enum {
         NP_REASON_EVERY_NODE, /* cpu and bytes need every node: left spread (KEEP) */
         NP_REASON_THREAD_WORKERS, /* it needs `nodes` (a set of several) and its busy threads work
                                    * on their own pages: left spread (KEEP) */
+        NP_REASON_THREAD_FAULTS_PENDING, /* it needs `nodes` (a set of several), its busy threads'
+                                          * faults are not counted yet: left where it is (KEEP) */
         NP_REASON_STILL_BEST, /* its nodes `nodes` are still the best (KEEP) */
         NP_REASON_PLACE, /* place on `nodes`: dist_lo, dist_hi, bytes to move; alone_node, alone (MOVE) */
         NP_REASON_PLACE_MEMORY, /* its memory goes to `nodes` (dist_lo, dist_hi, bytes to move), its

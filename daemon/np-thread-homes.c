@@ -193,19 +193,22 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
         return clause(p->thread_homes);
 }
 
-bool np_thread_homes_workers(NpManager *m, const NpProcess *p) {
+NpHomesWhy np_thread_homes_workers(NpManager *m, const NpProcess *p) {
         if (!np_manager_kernel_balancing(m) || !p->thread_cpu || !p->running_nodes ||
             np_mask_weight(p->running_nodes) < 2)
-                return false;
+                return NP_HOMES_FEW_THREADS;
         guint busy = 0;
         for (guint i = 0; i < p->thread_cpu->len; i++)
                 busy += g_array_index(p->thread_cpu, NpThreadCpu, i).cpu >= NP_BUSY_THREAD_CPU;
         if (busy < 2)
-                return false;
+                return NP_HOMES_FEW_THREADS;
         g_autoptr(GArray) faults = NULL;
         guint n;
         g_autofree NpPolicyThread *threads = busy_threads(p, &faults, &n);
-        return threads && np_policy_threads_private(threads, n) == NP_HOMES_GIVEN;
+        if (!threads)
+                return NP_HOMES_FEW_THREADS;
+        /* (a busy thread without fault lines has none counted yet) */
+        return n < busy ? NP_HOMES_FEW_FAULTS : np_policy_threads_private(threads, n);
 }
 
 uint64_t np_thread_homes_migrated(const NpProcess *p, uint64_t now_usec, uint64_t *span_usec) {

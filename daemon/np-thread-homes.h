@@ -39,10 +39,18 @@
 char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nodes, guint n_nodes, const NpMask *prefer,
                              bool eligible);
 
-/* For the policy's snapshot (NpPolicyProcess.thread_workers): with the
- * kernel's NUMA balancing on, do at least two busy threads of p, on more
- * than one node, work on their own pages (their faults read now)? */
-bool np_thread_homes_workers(NpManager *m, const NpProcess *p);
+/* A process younger than this whose busy threads' faults are not counted
+ * yet waits for them before it is placed on several nodes
+ * (NpPolicyProcess.thread_faults_pending). */
+#define NP_HOMES_WAIT_USEC (30 * G_USEC_PER_SEC)
+
+/* For the policy's snapshot: with the kernel's NUMA balancing on, do at
+ * least two busy threads of p, on more than one node, work on their own
+ * pages (their faults read now)? NP_HOMES_GIVEN when they do
+ * (NpPolicyProcess.thread_workers), NP_HOMES_FEW_FAULTS when the kernel
+ * has not counted enough of them yet, else another reason (FEW_THREADS
+ * also when the balancing is off or they run on one node). */
+NpHomesWhy np_thread_homes_workers(NpManager *m, const NpProcess *p);
 
 /* What the kernel's balancing moved of p since its homes were last
  * changed (kernel_migrated_bytes then and now), and *span_usec the time

@@ -176,8 +176,21 @@ static void test_thread_workers_left_spread(void) {
         g_autoptr(GPtrArray) e = decide(&m);
         g_assert_cmpint(dec(e, 0)->kind, ==, NP_DECISION_MOVE);
         g_assert_cmpuint(np_mask_weight(dec(e, 0)->nodes), ==, 2);
-        /* one node is enough: placed whole there, threads and all */
+        /* its threads' faults not counted yet: it waits for them */
         m.params.kernel_balancing = true;
+        p->thread_workers = false;
+        p->thread_faults_pending = true;
+        g_autoptr(GPtrArray) w = decide(&m);
+        assert_keep(w, 0, NP_REASON_THREAD_FAULTS_PENDING);
+        g_assert_nonnull(strstr(why_of(dec(w, 0)),
+                                "needs 2 nodes and the kernel has not counted its busy threads' "
+                                "NUMA faults yet"));
+        /* counted: shared pages, placed whole as any other */
+        p->thread_faults_pending = false;
+        g_autoptr(GPtrArray) x = decide(&m);
+        g_assert_cmpint(dec(x, 0)->kind, ==, NP_DECISION_MOVE);
+        /* one node is enough: placed whole there, threads and all */
+        p->thread_workers = p->thread_faults_pending = true;
         p->cpu = 2.0;
         g_autoptr(GPtrArray) f = decide(&m);
         g_assert_cmpint(dec(f, 0)->kind, ==, NP_DECISION_MOVE);
