@@ -64,8 +64,8 @@ static double own_on(const GArray *own, unsigned node) {
         return 0.0;
 }
 
-/* Is node a better home for t than best (both candidates; load[] after the
- * homes given so far)? Among nodes with room: one of `prefer`, its home,
+/* Is node a (nodes[a]) a better home for t than node b (both candidates;
+ * load[] after the homes given so far)? Among nodes with room: one of `prefer`, its home,
  * the most of its private faults, the least load; when neither has room:
  * its home unless the other is less loaded by NP_HOMES_LOAD_MARGIN, else
  * the less loaded first. */
