@@ -11,6 +11,7 @@
 #include "np-backend.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -78,32 +79,45 @@ static void log_released(const NpStateProcess *p, bool alive, int r, const char 
 #define PINS_KEY "ThreadHomes"
 #define PINS_ONLY_KEY "ThreadHomesOnly" /* the record is for the pins alone */
 
+/* The TIDs of p's ThreadHomes= ("TID:NODE;..."), in a new GArray of pid_t;
+ * NULL when it has none. Malformed items are left out. */
+static GArray *pinned_tids(const NpStateProcess *p) {
+        const char *pins = p && p->extra ? g_hash_table_lookup(p->extra, PINS_KEY) : NULL;
+        if (!pins)
+                return NULL;
+        g_auto(GStrv) items = g_strsplit(pins, ";", -1);
+        GArray *tids = g_array_new(FALSE, FALSE, sizeof(pid_t));
+        for (guint i = 0; items[i]; i++) {
+                char *end = NULL;
+                long tid = strtol(items[i], &end, 10);
+                if (end != items[i] && tid > 0 && tid <= INT_MAX) {
+                        pid_t t = (pid_t) tid;
+                        g_array_append_val(tids, t);
+                }
+        }
+        return tids;
+}
+
 /* The threads np_backend_pin_threads() kept on their own nodes get their
  * recorded affinity back (a mechanism's restore may not touch affinities:
  * systemd's puts the unit's values back). 0 or the first error. */
 static int restore_pins(NpBackend *b, const NpStateProcess *p) {
-        const char *pins = p->extra ? g_hash_table_lookup(p->extra, PINS_KEY) : NULL;
-        if (!pins)
-                return 0;
-        g_auto(GStrv) items = g_strsplit(pins, ";", -1);
+        g_autoptr(GArray) tids = pinned_tids(p);
         int ret = 0;
-        for (guint i = 0; items[i]; i++) {
-                char *end = NULL;
-                long tid = strtol(items[i], &end, 10);
-                if (end == items[i] || tid <= 0)
-                        continue;
-                const NpStateThread *t = np_state_process_thread(p, (pid_t) tid);
+        for (guint i = 0; tids && i < tids->len; i++) {
+                pid_t tid = g_array_index(tids, pid_t, i);
+                const NpStateThread *t = np_state_process_thread(p, tid);
                 const NpMask *aff = t && t->affinity ? t->affinity : p->orig_affinity;
                 if (!aff || np_mask_empty(aff) || !np_proc_alive(p->pid, p->starttime))
                         continue;
-                g_autofree char *task = g_strdup_printf("/proc/%d/task/%ld", (int) p->pid, tid);
+                g_autofree char *task = g_strdup_printf("/proc/%d/task/%d", (int) p->pid, (int) tid);
                 if (!g_file_test(task, G_FILE_TEST_EXISTS))
                         continue;
-                int r = np_thread_set_affinity((pid_t) tid, aff);
+                int r = np_thread_set_affinity(tid, aff);
                 if (r < 0 && r != -ESRCH) {
                         g_autofree char *s = np_mask_format(aff);
-                        log_warning("Cannot give thread %ld of pid %d its affinity %s back: %s", tid, (int) p->pid, s,
-                                    g_strerror(-r));
+                        log_warning("Cannot give thread %d of pid %d its affinity %s back: %s", (int) tid, (int) p->pid,
+                                    s, g_strerror(-r));
                         if (ret == 0)
                                 ret = r;
                 }
@@ -692,20 +706,16 @@ int np_backend_pin_threads(NpBackend *b, pid_t pid, uint64_t starttime, const Np
 
 int np_backend_unpin_threads(NpBackend *b, pid_t pid) {
         NpStateProcess *p = np_state_lookup(b->state, pid);
-        const char *pins = p ? g_hash_table_lookup(p->extra, PINS_KEY) : NULL;
-        if (!pins)
+        g_autoptr(GArray) tids = pinned_tids(p);
+        if (!tids)
                 return -ENOENT;
         if (g_hash_table_contains(p->extra, PINS_ONLY_KEY))
                 return np_backend_release(b, pid);
-        g_auto(GStrv) items = g_strsplit(pins, ";", -1);
         g_hash_table_remove(p->extra, PINS_KEY);
         (void) np_backend_save_state(b, NULL);
         int ret = 0;
-        for (guint i = 0; items[i]; i++) {
-                long tid = strtol(items[i], NULL, 10);
-                if (tid <= 0)
-                        continue;
-                int r = np_thread_set_affinity((pid_t) tid, p->cpus);
+        for (guint i = 0; i < tids->len; i++) {
+                int r = np_thread_set_affinity(g_array_index(tids, pid_t, i), p->cpus);
                 if (r < 0 && r != -ESRCH && ret == 0)
                         ret = r;
         }

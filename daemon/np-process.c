@@ -433,6 +433,10 @@ int np_process_read_thread_faults(const NpProcess *p, double min_cpu, GArray **o
         return 0;
 }
 
+bool np_process_has_thread(const NpProcess *p, pid_t tid) {
+        return !p->threads_from_stat && p->thread_ticks && g_hash_table_contains(p->thread_ticks, GINT_TO_POINTER(tid));
+}
+
 static uint64_t realtime_usec(void) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);

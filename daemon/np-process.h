@@ -234,6 +234,10 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsi
  */
 int np_process_read_thread_faults(const NpProcess *p, double min_cpu, GArray **out);
 
+/* Was tid one of p's threads at the last read of its threads? Always false
+ * when that read took the process's own stat (threads_from_stat). */
+bool np_process_has_thread(const NpProcess *p, pid_t tid);
+
 /* maps_max_scans for np_process_refresh(): read numa_maps and the other
  * details now whatever the rules say (before a move). Otherwise numa_maps is read by the rule of
  * np-maps-refresh.h with LocalityRefreshScans= as max_scans. */

@@ -125,8 +125,7 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
                 bool listed = false;
                 for (guint k = 0; k < homes->len && !listed; k++)
                         listed = g_array_index(homes, NpThreadHome, k).tid == old->tid;
-                g_autofree char *task = g_strdup_printf("/proc/%d/task/%d", p->pid, (int) old->tid);
-                if (!listed && g_file_test(task, G_FILE_TEST_EXISTS))
+                if (!listed && np_process_has_thread(p, old->tid))
                         g_array_append_val(homes, *old);
         }
         if (same_homes(p, homes))

@@ -295,7 +295,10 @@ static void test_thread_faults(void) {
                 /* node 1's count is the thread's id: the file read was its own */
                 g_assert_cmpuint(g_array_index(x->faults, NpNodeFaults, 1).private_faults, ==, (guint64) x->tid);
                 g_assert_cmpuint(g_array_index(x->faults, NpNodeFaults, 0).shared_faults, ==, 3);
+                g_assert_true(np_process_has_thread(p, x->tid));
         }
+        g_assert_false(np_process_has_thread(p, 0));
+        g_assert_false(np_process_has_thread(p, G_MAXINT));
         g_autoptr(GArray) none = NULL;
         g_assert_cmpint(np_process_read_thread_faults(p, 1000.0, &none), ==, 0);
         g_assert_cmpuint(none->len, ==, 0);
