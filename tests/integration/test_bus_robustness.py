@@ -19,12 +19,13 @@ working size before the baseline is taken (after 1 000 it still grew by
 150 to 180 kB in the first 10 000 calls, then stayed flat); the baseline and
 the final figure are both taken after two more scans; the RSS may then grow
 by at most RSS_SLACK_KB (the heap's top is given back or not depending on
-the order of frees: after the warm-up the growth was 4 to 40 kB on the
-fixture root and 68 to 196 kB on this machine's processes; a leak of even
-20 bytes per call would be 10 000 x 2 x 20 = 400 kB). Large blocks, such as
-a message with a huge node list, do not count: the daemon fixes glibc's mmap
-threshold so that they go back to the kernel when freed (test_large_message;
-before, one CI run failed on +424 kB). Leaks too small for that are LeakSanitizer's job:
+the order of frees: after the warm-up, in 5 runs, it grew by 0 to 40 kB
+on the fixture root and 80 to 196 kB on this machine's processes; a leak
+of even 20 bytes per call would be 10 000 x 2 x 20 = 400 kB). Large
+blocks, such as a message with a huge node list, do not count: the daemon
+fixes glibc's mmap threshold so that they go back to the kernel when freed
+(test_large_message; before, one CI run failed on +424 kB). Leaks too
+small for that are LeakSanitizer's job:
 run-tests.sh runs this test under ASan with leak checking at the daemon's
 exit (where the RSS is not compared: ASan's quarantine keeps freed memory),
 and test_valgrind runs the tool against a daemon under valgrind.
