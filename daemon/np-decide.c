@@ -398,6 +398,7 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *
                          * a start (touching its memory at full speed) or a
                          * burst does not buy it more nodes */
                         .cpu = p->cpu_measured >= 2 ? MIN(p->cpu_usage, p->cpu_prev) : p->cpu_usage,
+                        .cpu_interval = p->cpu_usage,
                         .cpu_estimated = !np_process_cpu_settled(p),
                         .growing = p->grew,
                         .threads = p->threads,
@@ -445,6 +446,8 @@ static void params_of(NpManager *m, NpPolicyParams *out) {
                 .min_usec_between_moves = c->min_usec_between_moves,
                 .keep_interleaved = c->keep_interleaved,
                 .own_cpu = m->self_cpu,
+                .background_measured = m->background_measured,
+                .background_before = m->background_cpu,
                 .kernel_balancing = np_manager_kernel_balancing(m),
                 .confines_memory = np_backend_holds_memory(m->backend),
         };
@@ -770,6 +773,9 @@ void np_decide_run(NpManager *m) {
         g_auto(Snapshot) s = { 0 };
         snapshot(m, &s);
         g_autoptr(GPtrArray) decisions = np_policy_decide(s.nodes, s.n_nodes, s.procs, s.n_procs, &s.params);
+        /* the next round counts the lower of its background and this one */
+        m->background_cpu = np_policy_background_cpu(s.nodes, s.n_nodes, s.procs, s.n_procs, &s.params);
+        m->background_measured = m->node_cpu_measured;
         uint64_t newcomers = m->awaiting_bytes;
         Starting starting = { 0 };
         int squeezed = m->rounds_deferred < NP_DECIDE_WAIT_ROUNDS

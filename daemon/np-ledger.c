@@ -194,25 +194,44 @@ void np_ledger_footprint(NpLedger *l, const NpPolicyProcess *p, double sign) {
         pools_take(l, p, sign);
 }
 
+/* The candidates' CPU use in the nodes' busy figures: each at least its
+ * cpu (the lower of its last two measurements), as much as it used over
+ * the last interval. */
+static double candidates_cpu(const NpPolicyProcess *procs, guint n_procs) {
+        double sum = 0;
+        for (guint i = 0; i < n_procs; i++)
+                if (procs[i].hold != NP_HOLD_RESERVED) /* not in the samples */
+                        sum += MAX(procs[i].cpu, procs[i].cpu_interval);
+        return sum;
+}
+
+double np_ledger_background(const NpLedger *l, const NpPolicyProcess *procs, guint n_procs) {
+        double busy = 0;
+        for (guint i = 0; i < l->n; i++)
+                busy += l->s[i].used_cpu;
+        return MAX(0.0, busy - candidates_cpu(procs, n_procs) - MAX(0.0, l->params->own_cpu));
+}
+
 /*
  * Take the candidates out of the ledger: their pages from the nodes
  * numa_maps shows them on (exact), and their CPU use from the machine's
- * total. The CPU use left (everything that is not a candidate) is spread
- * over the nodes by their CPUs: the scheduler moves unconfined threads
- * between nodes, so the per-node busy figures say where threads happened to
- * run, not where they belong, and would show load where there is none.
+ * total. The CPU use left (the background: everything that is not a
+ * candidate, the lower of this round's and the one before) is spread over
+ * the nodes by their CPUs: the scheduler moves unconfined threads between
+ * nodes, so the per-node busy figures say where threads happened to run,
+ * not where they belong, and would show load where there is none.
  */
 void np_ledger_remove_candidates(NpLedger *l, const NpPolicyProcess *procs, guint n_procs) {
-        double busy = 0, cand = 0, raw = 0;
-        for (guint i = 0; i < l->n; i++) {
-                busy += l->s[i].used_cpu;
+        double raw = 0;
+        double background = np_ledger_background(l, procs, n_procs);
+        if (l->params->background_measured)
+                background = MIN(background, MAX(0.0, l->params->background_before));
+        for (guint i = 0; i < l->n; i++)
                 raw += l->s[i].has_cpu ? l->s[i].raw_cpu : 0.0;
-        }
         for (guint i = 0; i < n_procs; i++) {
                 const NpPolicyProcess *p = &procs[i];
                 if (p->hold == NP_HOLD_RESERVED)
                         continue; /* not in the samples */
-                cand += p->cpu;
                 for (guint k = 0; p->per_node && k < p->per_node->len; k++) {
                         const NpNodeBytes *nb = &g_array_index(p->per_node, NpNodeBytes, k);
                         NpLedgerSlot *s = np_ledger_slot(l, nb->node);
@@ -221,9 +240,10 @@ void np_ledger_remove_candidates(NpLedger *l, const NpPolicyProcess *procs, guin
                 }
                 pools_take(l, p, -1);
         }
-        double background = MAX(0.0, busy - cand - MAX(0.0, l->params->own_cpu));
-        for (guint i = 0; i < l->n; i++)
-                l->s[i].used_cpu = l->s[i].has_cpu && raw > 0 ? background * l->s[i].raw_cpu / raw : 0.0;
+        for (guint i = 0; i < l->n; i++) {
+                NpLedgerSlot *s = &l->s[i];
+                s->used_cpu = s->bg_cpu = s->has_cpu && raw > 0 ? background * s->raw_cpu / raw : 0.0;
+        }
 }
 
 /* Room in a set: memory on every node with memory, CPUs on every node with
@@ -256,16 +276,35 @@ void np_ledger_room(const NpLedger *l, const NpMask *set, double *mem, double *c
  * 1.005 CPUs in the 4-node VM. */
 #define NP_CPU_MEASURE_SLACK 0.02
 
+/* The background on set, and the room for CPUs the CPU nodes outside set
+ * have at TargetUtilization (none counted below zero). */
+static double background_on(const NpLedger *l, const NpMask *set, double *room_elsewhere) {
+        double bg = 0;
+        *room_elsewhere = 0;
+        for (guint i = 0; i < l->n; i++) {
+                const NpLedgerSlot *s = &l->s[i];
+                if (!s->has_cpu)
+                        continue;
+                if (np_mask_test(set, s->id))
+                        bg += s->bg_cpu;
+                else
+                        *room_elsewhere += MAX(0.0, s->cap_cpu - s->used_cpu);
+        }
+        return bg;
+}
+
 /* Would p (not in the ledger) fit on set, with `margin` of the set's
  * capacity kept free (negative: allowed over)?
  *
  * Memory: the set's room at TargetUtilization. CPUs: the same, except that
- * a set whose other load is within the headroom TargetUtilization leaves
- * (the rest of 100%) may take a process that fills up to all of its CPUs:
- * a thread is not divisible, so one busy thread must be able to have a
- * one-CPU node to itself, and spreading it over two nodes would only cost
- * locality. Two busy processes still never share a node when another has
- * room. */
+ * a set may take a process that fills up to all of its CPUs when the load
+ * confined there (the candidates counted on it) is within the headroom
+ * TargetUtilization leaves (the rest of 100%), and so is what of its share
+ * of the background the rest of the machine has no room for: a thread is
+ * not divisible, so one busy thread must be able to have a one-CPU node to
+ * itself, spreading it over two nodes would only cost locality, and the
+ * scheduler moves unconfined threads off its CPU to where there is room.
+ * Two busy processes still never share a node when another has room. */
 bool np_ledger_fits(const NpLedger *l, const NpMask *set, double mem, double cpu, double margin) {
         double rm, rc, cm, cc;
         np_ledger_room(l, set, &rm, &rc, &cm, &cc);
@@ -279,7 +318,7 @@ bool np_ledger_fits(const NpLedger *l, const NpMask *set, double mem, double cpu
                 return false; /* no CPU there */
         if (rc - cpu >= margin * cc)
                 return true;
-        double raw = 0, used = 0;
+        double raw = 0, used = 0, elsewhere;
         NP_MASK_FOREACH (n, set) {
                 const NpLedgerSlot *s = np_ledger_slot(l, (unsigned) n);
                 if (s && s->has_cpu) {
@@ -287,10 +326,12 @@ bool np_ledger_fits(const NpLedger *l, const NpMask *set, double mem, double cpu
                         used += s->used_cpu;
                 }
         }
+        double bg = background_on(l, set, &elsewhere);
+        double stays = (used - bg) + MAX(0.0, bg - elsewhere);
         /* a thread that is busy all the time measures up to a few percent
          * more than one CPU (CPU time is sampled at ticks): it still fits
          * an idle CPU */
-        return used <= raw - cc - margin * raw && cpu - NP_CPU_MEASURE_SLACK <= raw * (1.0 - margin);
+        return stays <= raw - cc - margin * raw && cpu - NP_CPU_MEASURE_SLACK <= raw * (1.0 - margin);
 }
 
 /* Why p (not in the ledger) does not fit on set with `margin` kept free:
@@ -301,8 +342,16 @@ static void shortage(const NpLedger *l, const NpMask *set, double mem, double cp
         np_ledger_room(l, set, &rm, &rc, &cm, &cc);
         if (rm - mem < margin * cm)
                 *out = (NpShortage){ .kind = NP_SHORT_MEMORY, .others = cm - rm, .its = mem, .capacity = cm };
-        else
-                *out = (NpShortage){ .kind = NP_SHORT_CPU, .others = cc - rc, .its = cpu, .capacity = cc };
+        else {
+                double elsewhere;
+                double bg = background_on(l, set, &elsewhere);
+                *out = (NpShortage){ .kind = NP_SHORT_CPU,
+                                     .others = cc - rc,
+                                     .its = cpu,
+                                     .capacity = cc,
+                                     .background = bg,
+                                     .background_elsewhere = MIN(bg, elsewhere) };
+        }
         out->target_utilization = l->params->target_utilization;
 }
 
@@ -327,6 +376,32 @@ void np_ledger_shortage_process(const NpLedger *l, const NpMask *set, const NpPo
         shortage(l, set, (double) np_ledger_regular_mem(p), np_ledger_cpu_demand(p), margin, out);
 }
 
+/* A set now loaded past its CPUs at TargetUtilization: the background
+ * there goes where the CPU nodes outside it have room (np_ledger_fits()
+ * counted on that), as far as they have it, by their room. */
+static void push_background(NpLedger *l, const NpMask *set) {
+        double rm, rc, elsewhere;
+        np_ledger_room(l, set, &rm, &rc, NULL, NULL);
+        double bg = background_on(l, set, &elsewhere);
+        double go = MIN(MIN(-rc, bg), elsewhere);
+        if (go <= 0)
+                return;
+        for (guint i = 0; i < l->n; i++) {
+                NpLedgerSlot *s = &l->s[i];
+                if (!s->has_cpu)
+                        continue;
+                if (np_mask_test(set, s->id)) {
+                        double d = go * s->bg_cpu / bg;
+                        s->bg_cpu -= d;
+                        s->used_cpu -= d;
+                } else if (s->cap_cpu > s->used_cpu) {
+                        double d = go * (s->cap_cpu - s->used_cpu) / elsewhere;
+                        s->bg_cpu += d;
+                        s->used_cpu += d;
+                }
+        }
+}
+
 /* Commit p on set: its pages already there stay, the rest spread by
  * capacity (hugetlb pages in the pools of their size); its CPU spread over
  * the CPU nodes by capacity. */
@@ -345,7 +420,9 @@ static void commit(NpLedger *l, const NpPolicyProcess *p, const NpMask *set, boo
                 if (cpu && s->has_cpu && cc > 0)
                         s->used_cpu += np_ledger_cpu_demand(p) * s->cap_cpu / cc;
         }
-        if (!cpu)
+        if (cpu)
+                push_background(l, set);
+        else
                 footprint_cpu(l, p, +1);
 }
 

@@ -20,6 +20,7 @@
 typedef struct {
         unsigned id;
         double cap_cpu, used_cpu; /* CPUs: at TargetUtilization, in use */
+        double bg_cpu; /* of used_cpu, the background's (np_policy_background_cpu()) */
         double raw_cpu; /* CPUs of the node (ReservedCPUs out) */
         double phys_free; /* bytes free now for pages moved in, as the moves
                            * decided so far run one after the other */
@@ -41,9 +42,13 @@ typedef struct {
 /* A ledger of `nodes` at params' TargetUtilization, from the samples (every
  * process counted where it is). Free l->s with g_free(). */
 void np_ledger_init(NpLedger *l, const NpPolicyNode *nodes, guint n_nodes, const NpPolicyParams *params);
+/* The background of a ledger fresh from np_ledger_init():
+ * np_policy_background_cpu(). */
+double np_ledger_background(const NpLedger *l, const NpPolicyProcess *procs, guint n_procs);
 /* Take every candidate out: its pages from their nodes and its hugetlb pages
- * from their pools; the CPU use left (not a candidate's, not the daemon's
- * own) is spread over the nodes by their CPUs. */
+ * from their pools; the CPU use left (the background, the lower of this
+ * round's and params->background_before) is spread over the nodes by their
+ * CPUs. */
 void np_ledger_remove_candidates(NpLedger *l, const NpPolicyProcess *procs, guint n_procs);
 
 /* The slot of node id, NULL when the ledger has none. */
@@ -73,9 +78,10 @@ uint64_t np_ledger_pools_short(const NpLedger *l, const NpPolicyProcess *p, cons
  * CPUs (negative when over capacity); the capacities (may be NULL). */
 void np_ledger_room(const NpLedger *l, const NpMask *set, double *mem, double *cpu, double *cap_mem, double *cap_cpu);
 /* Would `mem` bytes and `cpu` CPUs fit on set with `margin` of its capacity
- * kept free (negative: allowed over)? A set whose other load is within the
- * headroom TargetUtilization leaves may take a process that fills all of
- * its CPUs (one busy thread gets a one-CPU node to itself). */
+ * kept free (negative: allowed over)? A set whose confined load, and the
+ * share of the background the rest of the machine has no room for, are
+ * within the headroom TargetUtilization leaves may take a process that
+ * fills all of its CPUs (one busy thread gets a one-CPU node to itself). */
 bool np_ledger_fits(const NpLedger *l, const NpMask *set, double mem, double cpu, double margin);
 /* Would p (not in the ledger) fit on set: its memory and CPUs by
  * np_ledger_fits(), its hugetlb pages in the set's pools? */
@@ -89,7 +95,8 @@ void np_ledger_shortage_process(const NpLedger *l, const NpMask *set, const NpPo
 void np_ledger_footprint(NpLedger *l, const NpPolicyProcess *p, double sign);
 /* Commit p on set: its pages already there stay, the rest spread by
  * capacity (hugetlb pages over the pools of their size); its CPU over the
- * set's CPU nodes by capacity. */
+ * set's CPU nodes by capacity, and the background of a set it fills past
+ * capacity to the other CPU nodes' room. */
 void np_ledger_commit(NpLedger *l, const NpPolicyProcess *p, const NpMask *set);
 /* Commit p's memory on set as np_ledger_commit() does, its CPU use where it
  * runs now (a placement of its memory only). */

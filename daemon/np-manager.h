@@ -104,6 +104,7 @@ typedef struct NpManager {
                                * placements were last checked against them (np-hotplug.h) */
         GArray *node_samples; /* NpNodeSample, one per topology node */
         GArray *cpu_ticks; /* NpCpuTicks from the last scan */
+        bool node_cpu_measured; /* node_samples' cpu_busy cover an interval (not the first scan's) */
         NpHugeSample huge; /* the hugetlb pools at the last node sample */
         bool huge_changed; /* ... with more pages in use than at the sample before */
         GHashTable *processes; /* pid -> NpProcess* */
@@ -145,6 +146,8 @@ typedef struct NpManager {
         int self_pid;
         char *self_unit; /* the daemon's own systemd unit ("" none), read when first needed */
         double self_cpu; /* CPUs the daemon used between the last two node samples */
+        bool background_measured; /* background_cpu holds the last round's, from measured nodes */
+        double background_cpu; /* np_policy_background_cpu() of the last decision round */
         uint64_t self_cpu_usec; /* its user+system time at the last node sample */
         uint64_t self_cpu_at; /* CLOCK_MONOTONIC of that sample */
         unsigned kernel_numa_balancing; /* /proc/sys/kernel/numa_balancing at the last scan */

@@ -111,6 +111,7 @@ void np_policy_groups_build(NpPolicyGroups *g, const NpPolicyProcess *procs, gui
                         u->running = mask_union(g, NULL, u->running);
                         u->current = mask_union(g, NULL, u->current);
                         u->runs_on = mask_union(g, NULL, u->runs_on);
+                        u->cpu_interval = MAX(u->cpu, u->cpu_interval);
                 }
                 if (!p->per_node)
                         u->per_node = NULL;
@@ -127,6 +128,7 @@ void np_policy_groups_build(NpPolicyGroups *g, const NpPolicyProcess *procs, gui
                 else if (u->cpu_per_node)
                         add_cpu((GArray *) u->cpu_per_node, p->cpu_per_node);
                 u->cpu += p->cpu;
+                u->cpu_interval += MAX(p->cpu, p->cpu_interval);
                 u->cpu_estimated = u->cpu_estimated || p->cpu_estimated;
                 u->threads = u->threads && p->threads ? u->threads + p->threads : 0;
                 u->mem += p->mem;

@@ -591,6 +591,15 @@ GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPo
         return res;
 }
 
+double np_policy_background_cpu(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
+                                const NpPolicyParams *params) {
+        NpLedger l;
+        np_ledger_init(&l, nodes, n_nodes, params);
+        double bg = np_ledger_background(&l, procs, n_procs);
+        g_free(l.s);
+        return bg;
+}
+
 NpMask *np_policy_advise(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
                          const NpPolicyParams *params, double cpus, uint64_t bytes, NpAdviceFit *fit) {
         NpLedger l;

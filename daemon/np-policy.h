@@ -88,6 +88,9 @@ typedef enum {
 typedef struct {
         int pid;
         double cpu; /* CPUs it uses */
+        double cpu_interval; /* CPUs it used over the last interval, which the nodes' cpu_busy
+                              * include (cpu may be less: the lower of two measurements);
+                              * counted as at least cpu */
         bool cpu_estimated; /* cpu is not settled yet: its CPU time over its life so far (a
                              * process seen for the first time) or one measurement while its
                              * memory grew (np_process_cpu_settled()) */
@@ -146,6 +149,10 @@ typedef struct {
         bool keep_interleaved;
         double own_cpu; /* CPUs the daemon itself used over the last interval (its moves run
                          * migrate_pages(2) on its worker thread): not load to place around */
+        bool background_measured; /* background_before holds a measurement */
+        double background_before; /* np_policy_background_cpu() of the round before: the
+                                   * policy counts the lower of it and this round's, as it
+                                   * sizes a process by the lower of its last two */
         bool kernel_balancing; /* the kernel's automatic NUMA balancing is on */
         bool confines_memory; /* the placement mechanism holds memory to nodes (not affinity) */
 } NpPolicyParams;
@@ -229,6 +236,19 @@ uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves);
  */
 GPtrArray *np_policy_decide(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
                             const NpPolicyParams *params);
+
+/*
+ * The background: the CPUs busy on `nodes` over the last interval that
+ * neither the candidates of `procs` (each at least its cpu, see
+ * cpu_interval; reservations not at all) nor the daemon itself
+ * (params->own_cpu) used. Nothing confines it, so the ledger spreads it
+ * over the nodes by their CPUs, and a process that fills one node's CPUs
+ * may go there when the rest of the machine has room for that node's share
+ * (the scheduler moves it). Remember it for the next round's
+ * background_before. Never negative.
+ */
+double np_policy_background_cpu(const NpPolicyNode *nodes, guint n_nodes, const NpPolicyProcess *procs, guint n_procs,
+                                const NpPolicyParams *params);
 
 /* What an advice's nodes offer (np_policy_advise()). */
 typedef struct {

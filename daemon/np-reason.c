@@ -52,8 +52,12 @@ static void add_shortage(GString *o, const NpShortage *x) {
                         x->others / MIB, x->its / MIB, x->capacity / MIB, x->target_utilization);
                 break;
         case NP_SHORT_CPU:
-                g_string_append_printf(o, "CPUs: %.2f of others' and its %.2f, %.2f at TargetUtilization=%u%%",
-                                       x->others, x->its, x->capacity, x->target_utilization);
+                g_string_append_printf(o, "CPUs: %.2f of others' ", x->others);
+                if (x->background >= 0.005)
+                        g_string_append_printf(o, "(%.2f unconfined, %.2f of which the other nodes have room for) ",
+                                               x->background, x->background_elsewhere);
+                g_string_append_printf(o, "and its %.2f, %.2f at TargetUtilization=%u%%", x->its, x->capacity,
+                                       x->target_utilization);
                 break;
         case NP_SHORT_HUGE:
                 g_string_append_printf(o, "huge pages: its %.0f MiB in %.0f kB pages, %.0f MiB of them free there",

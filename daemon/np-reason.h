@@ -21,6 +21,8 @@ typedef enum {
 typedef struct {
         NpShortageKind kind;
         double others; /* what the others use there */
+        double background; /* CPU: of others, the background's share (np_policy_background_cpu()), */
+        double background_elsewhere; /* of which the other nodes have room for this much */
         double its; /* what it needs */
         double capacity; /* what the set has at TargetUtilization (HUGE: free) */
         uint64_t page_bytes; /* HUGE: the page size */

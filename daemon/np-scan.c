@@ -426,7 +426,9 @@ int np_scan_run(NpManager *m) {
         g_autoptr(GArray) ticks = g_array_new(FALSE, TRUE, sizeof(NpCpuTicks));
         g_autoptr(GArray) samples = g_array_new(FALSE, TRUE, sizeof(NpNodeSample));
         NpHugeSample huge = { 0 };
-        int ret = np_sample_nodes(m->topology, true, m->scans ? m->cpu_ticks : NULL, ticks, samples, &huge);
+        const GArray *prev_ticks = m->scans ? m->cpu_ticks : NULL;
+        bool cpu_measured = prev_ticks && prev_ticks->len > 0;
+        int ret = np_sample_nodes(m->topology, true, prev_ticks, ticks, samples, &huge);
         sample_self_cpu(m);
         m->huge_changed = ret == 0 && huge.used_pages > m->huge.used_pages;
         if (ret == 0)
@@ -439,6 +441,7 @@ int np_scan_run(NpManager *m) {
                 note_node_changes(m, m->node_samples, samples);
                 g_array_free(m->cpu_ticks, TRUE);
                 m->cpu_ticks = g_steal_pointer(&ticks);
+                m->node_cpu_measured = cpu_measured;
                 g_array_free(m->node_samples, TRUE);
                 m->node_samples = g_steal_pointer(&samples);
         }

@@ -1509,17 +1509,19 @@ static void test_round_waits_for_busy_starter(Fixture *f, gconstpointer data) {
         unsigned utime;
         NpProcess *p = first_sight(f, false, &utime);
 
-        /* 4242 busy on 3 CPUs; 4343 (80 MiB, below MinProcessMemory=100M)
+        /* 4242 busy on 1 CPU; 4343 (80 MiB, below MinProcessMemory=100M)
          * seen 1.19 s after its start with 3 s of CPU time; the machine's 16
-         * CPUs 9/16 busy: 6 CPUs besides 4242's, 1.5 a node, so the node
-         * with most of 4242's pages lacks 1.1 CPUs for it */
+         * CPUs 3/4 busy: 11 CPUs besides 4242's, 2.74 a node, for which the
+         * other nodes have room for 0.66 each at TargetUtilization=85%, so
+         * the node with most of 4242's pages keeps 0.76 of it, more than the
+         * 0.6 its 85% leaves: 4242 would get two nodes */
         clone_bigdb(f, 4343);
         set_stat_field_of(f, 4343, 24, 20480);
         set_stat_field_of(f, 4343, 14, 300);
         set_stat_field_of(f, 4343, 15, 0);
         seen_young(f);
-        cpus_busy(f, 9, 7);
-        set_stat(f, utime += 3 * one_cpu_ticks(), 262144);
+        cpus_busy(f, 3, 1);
+        set_stat(f, utime += one_cpu_ticks(), 262144);
         scan_and_decide(f);
         NpProcess *q = np_manager_process(f->m, 4343);
         g_assert_nonnull(q);
@@ -1533,8 +1535,8 @@ static void test_round_waits_for_busy_starter(Fixture *f, gconstpointer data) {
         g_assert_null(p->target);
 
         /* 4343 measured idle: the busy CPUs are 4242's */
-        cpus_busy(f, 3, 13);
-        set_stat(f, utime += 3 * one_cpu_ticks(), 262144);
+        cpus_busy(f, 1, 15);
+        set_stat(f, utime += one_cpu_ticks(), 262144);
         scan_and_decide(f);
         g_assert_false(q->significant);
         g_assert_cmpuint(f->m->rounds_deferred, ==, 0);

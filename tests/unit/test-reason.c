@@ -169,6 +169,12 @@ static void test_outcomes(void) {
         check(r, "0-1", "1",
               "25% of its memory is on the nodes it runs on (1): place on 0-1 (distance 20, 240 MiB to move); 0 alone "
               "is too small (CPUs: 0.40 of others' and its 0.60, 0.85 at TargetUtilization=85%)");
+        r.alone.background = 0.3;
+        r.alone.background_elsewhere = 0.1;
+        check(r, "0-1", "1",
+              "25% of its memory is on the nodes it runs on (1): place on 0-1 (distance 20, 240 MiB to move); 0 alone "
+              "is too small (CPUs: 0.40 of others' (0.30 unconfined, 0.10 of which the other nodes have room for) and "
+              "its 0.60, 0.85 at TargetUtilization=85%)");
         r.dist_hi = 30;
         r.alone_node = 4;
         r.alone = (NpShortage){ .kind = NP_SHORT_MEMORY,
