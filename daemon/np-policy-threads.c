@@ -65,33 +65,33 @@ static double own_on(const GArray *own, unsigned node) {
 }
 
 /* Is node a (nodes[a]) a better home for t than node b (both candidates;
- * load[] after the homes given so far)? Among nodes with room: one of `prefer`, its home,
+ * load[] after the homes given so far)? Between its home and another node,
+ * both of `prefer` or neither: its home while it has room, or while the
+ * other is not less loaded by NP_HOMES_LOAD_MARGIN. Otherwise, among nodes with room: one of `prefer`,
  * the most of its private faults, the least load; when neither has room:
- * its home unless the other is less loaded by NP_HOMES_LOAD_MARGIN, else
  * the less loaded first. */
 static bool better(const NpPolicyNode *nodes, const double *load, double cap_share, const NpMask *prefer,
                    const NpPolicyThread *t, guint a, guint b) {
-        bool fits_a = load[a] + t->cpu <= nodes[a].cpu_capacity * cap_share;
-        bool fits_b = load[b] + t->cpu <= nodes[b].cpu_capacity * cap_share;
-        if (fits_a != fits_b)
-                return fits_a;
         /* the load, as a share of the node's CPUs */
         double la = load[a] / nodes[a].cpu_capacity, lb = load[b] / nodes[b].cpu_capacity;
         bool home_a = t->home == (int) nodes[a].id, home_b = t->home == (int) nodes[b].id;
-        if (!fits_a) {
-                /* a home is kept unless another node is clearly less loaded */
-                if (home_a && la <= lb + NP_HOMES_LOAD_MARGIN)
-                        return true;
-                if (home_b && lb <= la + NP_HOMES_LOAD_MARGIN)
-                        return false;
-                if (la != lb)
-                        return la < lb;
-        }
         bool in_a = !prefer || np_mask_test(prefer, nodes[a].id), in_b = !prefer || np_mask_test(prefer, nodes[b].id);
+        bool fits_a = load[a] + t->cpu <= nodes[a].cpu_capacity * cap_share;
+        bool fits_b = load[b] + t->cpu <= nodes[b].cpu_capacity * cap_share;
+        if (home_a != home_b && in_a == in_b) {
+                /* the load of others and the thread's own use are measured
+                 * over an interval, and noisy: a home whose room comes and
+                 * goes with them is kept, as a new one moves its pages again */
+                double home = home_a ? la : lb, other = home_a ? lb : la;
+                bool keep = (home_a ? fits_a : fits_b) || home <= other + NP_HOMES_LOAD_MARGIN;
+                return home_a == keep;
+        }
+        if (fits_a != fits_b)
+                return fits_a;
+        if (!fits_a && la != lb)
+                return la < lb;
         if (in_a != in_b)
                 return in_a;
-        if (home_a != home_b)
-                return home_a;
         uint64_t pa = private_on(t, nodes[a].id), pb = private_on(t, nodes[b].id);
         if (pa != pb)
                 return pa > pb;

@@ -33,9 +33,9 @@
  * (the kernel decays the counts, halving them at each of its scan
  * periods: a steady sweeper keeps thousands). */
 #define NP_HOMES_MIN_FAULTS 200
-/* When no node has room for a thread, its home stays unless another node
- * is less loaded by this share of its CPUs (the load of others is
- * measured, and noisy). */
+/* When its home has no room for a thread, it stays unless another node is
+ * less loaded by this share of its CPUs (the load of others is measured,
+ * and noisy). */
 #define NP_HOMES_LOAD_MARGIN 0.25
 
 typedef struct {
@@ -74,14 +74,17 @@ NpHomesWhy np_policy_threads_private(const NpPolicyThread *threads, guint n);
  * none of them has room for it.
  *
  * Threads are taken most decided first (the largest share of their
- * private faults on one node), then the busiest, then by tid. Each goes to
- * the node that, in order: has room for it at target_utilization (percent)
- * after the homes given before; is one of `prefer`; is its home now (a
- * kept thread stays: the kernel has moved its pages there); has the most
- * of its private faults (its pages are there: nothing to move); has the
- * least load; has the lowest id. When no node has room, the least loaded
- * (as a share of its CPUs; its home unless another is less loaded by
- * NP_HOMES_LOAD_MARGIN), then by the same order.
+ * private faults on one node), then the busiest, then by tid. A thread
+ * kept on a node (its home) stays there, against any node as much of
+ * `prefer` as it, while the node has room for it, and when it has none, unless another node is
+ * less loaded by NP_HOMES_LOAD_MARGIN: the load and the thread's own use
+ * are measured over an interval and noisy, and a new home moves its pages
+ * again. Otherwise each goes to the node that, in order: has room for it
+ * at target_utilization (percent) after the homes given before; is one of
+ * `prefer`; has the most of its private faults (its pages are there:
+ * nothing to move); has the least load; has the lowest id. When no node
+ * has room, the least loaded (as a share of its CPUs), then by the same
+ * order.
  *
  * Returns a new GArray of NpThreadHome in the order of `threads`, and
  * *why NP_HOMES_GIVEN; NULL with *why saying why not (the reasons of

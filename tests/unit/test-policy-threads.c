@@ -130,6 +130,32 @@ static void test_no_room(void) {
         case_clear(&c);
 }
 
+/* Room that comes and goes with the noise of the load: each thread has
+ * its pages on its home, and node 0's other load reads 0.28 CPUs, so a
+ * 0.6-CPU thread no longer fits there at 85% while the other nodes (0.1)
+ * have room. Every thread keeps its home: moving the first to node 1 moved
+ * the three others on in turn, and the kernel their pages after them. A
+ * home clearly overloaded (0.9 of another process's) is left. */
+static void test_homes_noisy_room(void) {
+        Case c;
+        case_init(&c, 4, 1.0);
+        for (guint i = 0; i < 4; i++) {
+                char on[2] = { (char) ('0' + i), 0 };
+                c.nodes[i].cpu_busy = i == 0 ? 0.28 : 0.1;
+                add_thread(&c, 0.6, (int) i, on, 5000, 0);
+        }
+        g_autofree char *h = homes(&c, NULL, NULL, NULL);
+        g_assert_cmpstr(h, ==, "0123");
+        /* its own use reads high for one interval: kept too */
+        c.threads[1].cpu = 0.8;
+        g_autofree char *h2 = homes(&c, NULL, NULL, NULL);
+        g_assert_cmpstr(h2, ==, "0123");
+        c.nodes[0].cpu_busy = 0.9;
+        g_autofree char *h3 = homes(&c, NULL, NULL, NULL);
+        g_assert_cmpint(h3[0], !=, '0');
+        case_clear(&c);
+}
+
 /* No homes: one busy thread; faults the kernel has not counted yet;
  * threads that share their pages (numa01's shape); threads that all fit
  * on the node of their pages (the policy places the process whole). */
@@ -218,6 +244,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/homes/first-touch-on-one-node", test_first_touch_on_one_node);
         g_test_add_func("/homes/follows-the-pages", test_follows_the_pages);
         g_test_add_func("/homes/hold", test_homes_hold);
+        g_test_add_func("/homes/noisy-room", test_homes_noisy_room);
         g_test_add_func("/homes/none", test_no_homes);
         g_test_add_func("/homes/no-room", test_no_room);
         g_test_add_func("/homes/room-and-nodes", test_room_and_nodes);
