@@ -5,8 +5,9 @@ same churn in the 4-node QEMU VM of tests/vm, one boot.
 
 The churn is the vm suite's short soak (tests/vm/test_soak.py): hundreds of
 short-lived processes a minute with pid_max 1024 (PIDs reused all the time),
-a significant 24 MB np-workload every second living 1.5 s, a 64 MB process
-bound to a random node every 2 s (free memory moving between nodes); with
+a significant 24 MB np-workload every second living 1.5 s, another
+interleaved over every node every 2 s living 3 s, a 64 MB process bound to
+a random node every 2 s (free memory moving between nodes); with
 numaplaced also a Place() of the newest significant process every second,
 Reload() every 3 s and Pause()/Resume() every 2 s; and (unless
 --no-hotplug, issue 25) every 60 s one CPU other than 0 goes offline (1, 2,

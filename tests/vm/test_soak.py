@@ -12,6 +12,8 @@ SCANS scans keeps it busy:
   - free memory moving between nodes: a 64 MB process bound to a random node
     every 2 s;
   - Reload() every 3 s, Pause() and Resume() every 2 s;
+  - a significant np-workload (24 MB) interleaved over every node every
+    2 s, living 3 s, which Place() leaves to the policy;
   - Mode=enforce: the placement policy places the significant processes
     too (while not paused).
 
@@ -167,6 +169,14 @@ churn() {
 			if place_random $p > /dev/null 2>&1; then echo ok >> /tmp/place.ok; else echo x >> /tmp/place.fail; fi
 		fi
 		sleep 1
+	done) &
+	CHURN="$CHURN $!"
+	# for the policy: a significant process spread over every node, which
+	# Place() leaves alone (most of the ones above are local where they
+	# run, and the policy leaves those; it placed 0 to 8 of them a soak)
+	(while [ ! -e /tmp/stop ]; do
+		np-workload --interleave 0-3 --mb 24 --no-thp --duration 3 > /dev/null 2>&1 &
+		sleep 2
 	done) &
 	CHURN="$CHURN $!"
 	(while [ ! -e /tmp/stop ]; do
