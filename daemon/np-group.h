@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "np-numa-maps.h"
 #include "np-sample.h"
 
 /* The kinds of group, in the rules' order (a group's key is of the first

@@ -2,6 +2,7 @@
 /* The placement policy's ledger, pure: see np-ledger.h. */
 #include "np-ledger.h"
 
+#include "np-numa-maps.h"
 #include "np-sample.h"
 #include "np-topology.h"
 

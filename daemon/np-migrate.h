@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "np-migrate-plan.h"
+#include "np-numa-maps.h"
 #include "np-sample.h"
 
 typedef struct {

@@ -5,7 +5,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "np-sample.h"
+#include "np-lex.h"
 #include "np-sysroot.h"
 
 typedef enum { ITEM_OTHER = -1, ITEM_ANON, ITEM_FILE, ITEM_SHMEM, ITEM_N } Item;

@@ -10,6 +10,7 @@
 #include "np-log.h"
 #include "np-migrate-plan.h"
 #include "np-policy.h"
+#include "np-numa-maps.h"
 #include "np-sample.h"
 #include "np-scan.h"
 

@@ -3,6 +3,7 @@
  * see np-policy-group.h. */
 #include "np-policy-group.h"
 
+#include "np-numa-maps.h"
 #include "np-sample.h"
 
 /* Which hold a group takes from its members: the one that keeps it still

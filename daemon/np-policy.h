@@ -59,6 +59,7 @@
 
 #include "np-nodemask.h"
 #include "np-reason.h"
+#include "np-numa-maps.h"
 #include "np-sample.h"
 
 typedef struct {

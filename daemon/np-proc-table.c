@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "np-lex.h"
 #include "np-sysroot.h"
 #include "np-test-api.h"
 

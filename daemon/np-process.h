@@ -21,6 +21,7 @@
 #include "np-nodemask.h"
 #include "np-policy-threads.h"
 #include "np-proc-table.h"
+#include "np-numa-maps.h"
 #include "np-sample.h"
 #include "np-shmaps.h"
 #include "np-topology.h"

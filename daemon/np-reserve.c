@@ -4,6 +4,7 @@
 
 #include <math.h>
 
+#include "np-numa-maps.h"
 #include "np-sample.h"
 
 struct NpReservations {

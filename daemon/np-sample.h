@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "np-lex.h"
 #include "np-nodemask.h"
 #include "np-topology.h"
 
@@ -174,104 +175,16 @@ typedef struct {
         double cpu; /* CPUs */
 } NpNodeCpu;
 
-typedef struct {
-        unsigned node;
-        uint64_t bytes;
-} NpNodeBytes;
-
-/* Hugetlb bytes of one page size on one node. */
-typedef struct {
-        unsigned node;
-        uint64_t page_bytes;
-        uint64_t bytes;
-} NpHugeBytes;
-
-/* One numa_maps line of memory that processes can share (file= a shmem
- * object: "/dev/zero (deleted)" for shared anonymous memory, "/SYSV...",
- * "/memfd:...", "/dev/shm/..."), as this process maps it. Which object it is
- * (device and inode) only /proc/PID/maps tells (np-shmaps.h). */
-typedef struct {
-        uint64_t start; /* the mapping's start address */
-        uint64_t page_bytes; /* kernelpagesize_kB */
-        uint64_t bytes; /* its pages resident in this mapping */
-        unsigned mapmax; /* the most processes mapping one of its pages (1 when absent) */
-        GArray *per_node; /* NpNodeBytes sorted by node, 0 omitted */
-} NpNumaMapsShm;
-
-typedef struct {
-        GArray *per_node; /* NpNodeBytes sorted by node, nodes with 0 omitted */
-        GArray *huge_per_node; /* NpHugeBytes, the hugetlb part of per_node, sorted by page
-                                * size then node, 0 omitted; NULL when there is none */
-        uint64_t total_bytes;
-        uint64_t huge_bytes; /* part of total in huge pages */
-        uint64_t interleaved_bytes; /* part of total in VMAs with an interleave policy */
-        uint64_t balanced_bytes; /* part of total the kernel's NUMA balancing can move: the
-                                  * default policy, not in huge pages */
-        GArray *shm; /* NpNumaMapsShm in file order, lines with pages only; NULL when none */
-} NpNumaMaps;
-
-/* Parse /proc/<pid>/numa_maps: N<node>=<pages> counts times kernelpagesize_kB
- * (4 when absent; huge pages counted at their size). huge_bytes counts lines
- * marked "huge" (hugetlb: MAP_HUGETLB, a file on hugetlbfs, a memfd with
- * MFD_HUGETLB), and huge_per_node the same by node and page size; interleaved_bytes lines whose policy starts with
- * "interleave" or "weighted interleave"; balanced_bytes lines with the
- * "default" policy that are not "huge"; shm the lines of shmem objects
- * (NpNumaMapsShm; file= as numa_maps escapes it, a space as \040). Lines without pages are fine, an
- * empty buffer gives an empty result. 0 and *out overwritten, or -EINVAL
- * (out untouched) for a malformed line. Free with np_numa_maps_clear()
- * (idempotent). */
-int np_parse_numa_maps(const char *buf, NpNumaMaps *out);
-void np_numa_maps_clear(NpNumaMaps *m);
-/* A deep copy of src into dst (overwritten, not freed first); dst->per_node
- * is never NULL afterwards. */
-void np_numa_maps_copy(const NpNumaMaps *src, NpNumaMaps *dst);
-/* Bytes on one node (0 when absent). */
-uint64_t np_numa_maps_node_bytes(const NpNumaMaps *m, unsigned node);
-/* Nodes holding any page. Caller frees. */
-NpMask *np_numa_maps_nodes(const NpNumaMaps *m);
-
-/* Pure helpers on NpNodeBytes arrays sorted by node: acc += add, node by
- * node (a node acc lacks is inserted in order); acc -= sub, node by node,
- * never below 0 (a node acc lacks stays absent). add and sub may be NULL. */
-void np_node_bytes_add(GArray *acc, const GArray *add);
-void np_node_bytes_subtract(GArray *acc, const GArray *sub);
-/* Two NpNodeBytes arrays hold the same entries in the same order (NULL is
- * empty). */
-bool np_node_bytes_equal(const GArray *a, const GArray *b);
-
 /*
  * Readers. Each returns 0, or -ESRCH when the process is gone (any ENOENT or
  * ESRCH while reading, or an empty stat), -EINVAL for pid <= 0 or
  * malformed contents, or another negative errno (e.g. -EACCES for another
- * user's numa_maps). A vanished process is an ordinary outcome that callers
+ * user's files). A vanished process is an ordinary outcome that callers
  * skip silently. np_read_pid_stat() reads into a stack buffer and does not
  * allocate: it is the per-process, per-scan hot path. status is read with
  * np_proc_table_read_detail() (np-proc-table.h), then np_parse_pid_status().
  */
 int np_read_pid_stat(int pid, NpPidStat *out);
-int np_read_numa_maps(int pid, NpNumaMaps *out);
 
 /* Clock ticks per second (sysconf(_SC_CLK_TCK)). */
 long np_clock_ticks(void);
-
-/* Decimal digits at *pp into *out (no sign); -EINVAL when *pp does not start
- * with a digit or the number overflows. Advances *pp past the digits. Inline:
- * the per-process scan (np-proc-table) and the parsers here both use it. */
-static inline int np_lex_u64(const char **pp, uint64_t *out) {
-        const char *p = *pp;
-        uint64_t v = 0;
-        if (*p < '0' || *p > '9')
-                return -EINVAL;
-        for (; *p >= '0' && *p <= '9'; p++) {
-                unsigned d = (unsigned) (*p - '0');
-                /* v * 10 + d overflows past UINT64_MAX / 10 (and at it, with
-                 * a last digit above UINT64_MAX % 10): compares only, no
-                 * division per digit */
-                if (G_UNLIKELY(v >= UINT64_MAX / 10) && (v > UINT64_MAX / 10 || d > UINT64_MAX % 10))
-                        return -EINVAL;
-                v = v * 10 + d;
-        }
-        *pp = p;
-        *out = v;
-        return 0;
-}

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "np-lex.h"
 #include "np-sample.h"
 #include "np-sysroot.h"
 

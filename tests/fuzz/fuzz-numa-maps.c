@@ -2,6 +2,7 @@
 /* Fuzz np_parse_numa_maps(): /proc/PID/numa_maps (file names in it are the
  * process owner's choice). Checks the totals add up. */
 #include "fuzz.h"
+#include "np-numa-maps.h"
 #include "np-sample.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

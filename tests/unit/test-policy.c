@@ -10,6 +10,7 @@
 
 #include "np-policy.h"
 #include "np-reserve.h"
+#include "np-numa-maps.h"
 #include "np-sample.h"
 #include "np-topology.h"
 

@@ -7,6 +7,7 @@
 #include <glib.h>
 
 #include "np-reserve.h"
+#include "np-numa-maps.h"
 #include "np-sample.h"
 
 #define MiB (1024ull * 1024ull)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Unit tests for np-sample: /proc/stat deltas, per-node samples on fixture
+/* Unit tests for np-sample and np-numa-maps: /proc/stat deltas, per-node samples on fixture
  * trees, and the per-process parsers and readers (hostile comm, truncated
  * buffers, huge pages, interleave, vanished pids). */
 #include <errno.h>
@@ -9,6 +9,7 @@
 
 #include "np-config.h"
 #include "np-proc-table.h"
+#include "np-numa-maps.h"
 #include "np-sample.h"
 #include "np-sysroot.h"
 #include "np-test-api.h"
