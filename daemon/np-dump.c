@@ -123,13 +123,19 @@ char *np_manager_dump(NpManager *m) {
                                        res->cpus, mb, left, res->uid, by);
         }
         if (m->mover) {
-                const NpMove *mv = np_mover_current(m->mover);
-                if (mv)
-                        g_string_append_printf(s, "\nMoves: pid %d moving for %.1f s, %u queued\n", (int) mv->pid,
-                                               (double) (np_now_usec(CLOCK_MONOTONIC) - mv->started_usec) / 1e6,
-                                               np_mover_queued(m->mover));
-                else
+                guint n = np_mover_running_count(m->mover);
+                if (n == 0)
                         g_string_append(s, "\nMoves: none\n");
+                else {
+                        g_string_append(s, "\nMoves:");
+                        for (guint i = 0; i < n; i++) {
+                                const NpMove *mv = np_mover_running_nth(m->mover, i);
+                                g_string_append_printf(s, "%s pid %d moving for %.1f s", i ? "," : "", (int) mv->pid,
+                                                       (double) (np_now_usec(CLOCK_MONOTONIC) - mv->started_usec) /
+                                                               1e6);
+                        }
+                        g_string_append_printf(s, ", %u queued\n", np_mover_queued(m->mover));
+                }
         }
         g_autofree char *conf = np_config_to_string(c);
         g_string_append_printf(s, "\nEffective configuration:\n%s", conf);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The mover: a queue of moves and one worker thread. See np-mover.h. */
+/* The mover: a queue of moves and their worker threads. See np-mover.h. */
 #include "np-mover.h"
 
 #include <errno.h>
@@ -13,15 +13,23 @@
 #include "np-test-api.h"
 #include "np-thread.h"
 
-struct NpMover {
-        sd_event_source *io; /* the worker's eventfd on the main loop */
-        int efd;
-        GQueue queue; /* NpMove*, waiting */
-        NpMove *running; /* on the worker, or NULL */
+/* A move on a worker thread. */
+typedef struct {
+        NpMover *mover;
+        NpMove *mv;
         GThread *thread;
         gint cancel; /* read by the worker between calls */
+        gint finished; /* set by the worker before it wakes the loop */
+} Slot;
+
+struct NpMover {
+        sd_event_source *io; /* the workers' eventfd on the main loop */
+        int efd;
+        GQueue queue; /* NpMove*, waiting */
+        GPtrArray *running; /* Slot*, on their workers, in the order they started */
         bool kicking; /* in kick(): submissions from callbacks just queue */
         NpMovePrepareFn prepare;
+        NpMoveMayStartFn may_start;
         NpMoveDoneFn done;
         void *userdata;
 };
@@ -52,6 +60,7 @@ void np_move_free(NpMove *mv) {
         np_migrate_result_clear(&mv->result);
         np_numa_maps_clear(&mv->before);
         np_mask_free(mv->cpus);
+        np_mask_free(mv->nodes);
         if (mv->data_free)
                 mv->data_free(mv->data);
         g_free(mv);
@@ -97,18 +106,19 @@ static void exclusive_pages_only(const NpMove *mv) {
 }
 
 static gpointer worker(gpointer data) {
-        NpMover *m = data;
-        NpMove *mv = m->running;
+        Slot *slot = data;
+        NpMove *mv = slot->mv;
         uint64_t one = 1;
 
         exclusive_pages_only(mv);
         run_near(mv);
         mv->r = np_migrate_execute_from(mv->pid, mv->plan, mv->shared, mv->have_before ? &mv->before : NULL,
-                                        mv->max_rate, &m->cancel, &mv->result);
+                                        mv->max_rate, &slot->cancel, &mv->result);
         /* a new thread per move: its CPU time is this move's */
         mv->cpu_usec = np_cpu_usec(RUSAGE_THREAD);
+        g_atomic_int_set(&slot->finished, 1);
         /* Wake the main loop. An eventfd counter write of 1 cannot block. */
-        while (write(m->efd, &one, sizeof one) < 0 && errno == EINTR)
+        while (write(slot->mover->efd, &one, sizeof one) < 0 && errno == EINTR)
                 ;
         return NULL;
 }
@@ -118,13 +128,30 @@ static void deliver(NpMover *m, NpMove *mv) {
         m->done(mv, m->userdata);
 }
 
-/* Start moves from the head of the queue while the worker is idle. */
+/* May mv, at the head of the queue, start while other moves run? Only to
+ * nodes none of them moves to, and when the owner says so. */
+static bool may_join(NpMover *m, const NpMove *mv) {
+        if (!m->may_start || !mv->nodes)
+                return false;
+        for (guint i = 0; i < m->running->len; i++) {
+                const NpMove *run = ((Slot *) m->running->pdata[i])->mv;
+                if (!run->nodes || np_mask_intersects(run->nodes, mv->nodes))
+                        return false;
+        }
+        return m->may_start(mv, m->userdata);
+}
+
+/* Start moves from the head of the queue: one when none runs, more while
+ * the head may join those running (may_join()). */
 static void kick(NpMover *m) {
         if (m->kicking)
                 return;
         m->kicking = true;
-        while (!m->running && !g_queue_is_empty(&m->queue)) {
-                NpMove *mv = g_queue_pop_head(&m->queue);
+        while (!g_queue_is_empty(&m->queue)) {
+                NpMove *mv = g_queue_peek_head(&m->queue);
+                if (m->running->len > 0 && !may_join(m, mv))
+                        break;
+                g_queue_pop_head(&m->queue);
                 int r = m->prepare(mv, m->userdata);
 
                 if (r < 0 || !mv->plan) {
@@ -132,14 +159,17 @@ static void kick(NpMover *m) {
                         deliver(m, mv);
                         continue;
                 }
-                g_atomic_int_set(&m->cancel, 0);
+                Slot *slot = g_new0(Slot, 1);
+                slot->mover = m;
+                slot->mv = mv;
                 mv->started = true;
                 mv->started_usec = now_usec();
-                m->running = mv;
-                m->thread = g_thread_try_new("np-mover", worker, m, NULL);
-                if (!m->thread) {
-                        log_error("Cannot start the migration worker thread; move of pid %d dropped", (int) mv->pid);
-                        m->running = NULL;
+                g_ptr_array_add(m->running, slot);
+                slot->thread = g_thread_try_new("np-mover", worker, slot, NULL);
+                if (!slot->thread) {
+                        log_error("Cannot start a migration worker thread; move of pid %d dropped", (int) mv->pid);
+                        g_ptr_array_remove(m->running, slot);
+                        g_free(slot);
                         mv->started = false;
                         mv->r = -EAGAIN;
                         deliver(m, mv);
@@ -148,16 +178,28 @@ static void kick(NpMover *m) {
         m->kicking = false;
 }
 
-/* The worker said it is done: join it and deliver. */
+/* Join the workers that said they are done, then deliver their moves. */
 static void reap(NpMover *m) {
-        NpMove *mv = m->running;
+        g_autoptr(GPtrArray) ended = g_ptr_array_new();
 
-        if (!mv)
-                return;
-        g_thread_join(m->thread);
-        m->thread = NULL;
-        m->running = NULL;
-        deliver(m, mv);
+        for (guint i = 0; i < m->running->len;) {
+                Slot *slot = m->running->pdata[i];
+                if (!g_atomic_int_get(&slot->finished)) {
+                        i++;
+                        continue;
+                }
+                g_thread_join(slot->thread);
+                g_ptr_array_remove_index(m->running, i);
+                g_ptr_array_add(ended, slot);
+        }
+        /* (a done() may submit, and start, moves: the running list is
+         * not walked meanwhile) */
+        for (guint i = 0; i < ended->len; i++) {
+                Slot *slot = ended->pdata[i];
+                NpMove *mv = slot->mv;
+                g_free(slot);
+                deliver(m, mv);
+        }
 }
 
 static int on_worker_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -171,12 +213,15 @@ static int on_worker_done(sd_event_source *s, int fd, uint32_t revents, void *us
         return 0;
 }
 
-NpMover *np_mover_new(sd_event *event, NpMovePrepareFn prepare, NpMoveDoneFn done, void *userdata, GError **error) {
+NpMover *np_mover_new(sd_event *event, NpMovePrepareFn prepare, NpMoveMayStartFn may_start, NpMoveDoneFn done,
+                      void *userdata, GError **error) {
         g_autoptr(NpMover) m = g_new0(NpMover, 1);
         int r;
 
         g_return_val_if_fail(event && prepare && done, NULL);
+        m->running = g_ptr_array_new();
         m->prepare = prepare;
+        m->may_start = may_start;
         m->done = done;
         m->userdata = userdata;
         g_queue_init(&m->queue);
@@ -201,43 +246,58 @@ void np_mover_stop(NpMover *m) {
         NpMove *mv;
 
         /* Queued moves first, so a done() that submits again does not race
-         * the running one; then the running one. */
+         * the running ones; then the running ones, each stopped between two
+         * calls. */
         while ((mv = g_queue_pop_head(&m->queue))) {
                 mv->r = -ECANCELED;
                 deliver(m, mv);
         }
-        if (m->running) {
+        if (m->running->len > 0) {
+                g_autoptr(GPtrArray) ended = m->running;
                 uint64_t n;
 
-                g_atomic_int_set(&m->cancel, 1);
-                g_thread_join(m->thread);
-                m->thread = NULL;
+                m->running = g_ptr_array_new();
+                for (guint i = 0; i < ended->len; i++)
+                        g_atomic_int_set(&((Slot *) ended->pdata[i])->cancel, 1);
+                for (guint i = 0; i < ended->len; i++)
+                        g_thread_join(((Slot *) ended->pdata[i])->thread);
                 (void) !read(m->efd, &n, sizeof n);
-                mv = m->running;
-                m->running = NULL;
-                deliver(m, mv);
+                for (guint i = 0; i < ended->len; i++) {
+                        Slot *slot = ended->pdata[i];
+                        mv = slot->mv;
+                        g_free(slot);
+                        deliver(m, mv);
+                }
         }
-        /* done() may have queued more: cancel those too. */
-        while ((mv = g_queue_pop_head(&m->queue))) {
-                mv->r = -ECANCELED;
-                deliver(m, mv);
-        }
+        /* done() may have queued (and started) more: stop those too. */
+        if (!g_queue_is_empty(&m->queue) || m->running->len > 0)
+                np_mover_stop(m);
 }
 
 void np_mover_free(NpMover *m) {
         if (!m)
                 return;
-        if (m->prepare)
+        if (m->prepare && m->running)
                 np_mover_stop(m);
         sd_event_source_disable_unref(m->io);
         if (m->efd >= 0)
                 close(m->efd);
+        if (m->running)
+                g_ptr_array_unref(m->running);
         g_free(m);
 }
 
+static Slot *slot_of(const NpMover *m, pid_t pid) {
+        for (guint i = 0; i < m->running->len; i++)
+                if (((Slot *) m->running->pdata[i])->mv->pid == pid)
+                        return m->running->pdata[i];
+        return NULL;
+}
+
 const NpMove *np_mover_find(const NpMover *m, pid_t pid) {
-        if (m->running && m->running->pid == pid)
-                return m->running;
+        Slot *slot = slot_of(m, pid);
+        if (slot)
+                return slot->mv;
         for (GList *l = m->queue.head; l; l = l->next)
                 if (((NpMove *) l->data)->pid == pid)
                         return l->data;
@@ -245,11 +305,15 @@ const NpMove *np_mover_find(const NpMover *m, pid_t pid) {
 }
 
 bool np_mover_running(const NpMover *m, pid_t pid) {
-        return m->running && m->running->pid == pid;
+        return slot_of(m, pid) != NULL;
 }
 
-const NpMove *np_mover_current(const NpMover *m) {
-        return m->running;
+guint np_mover_running_count(const NpMover *m) {
+        return m->running->len;
+}
+
+const NpMove *np_mover_running_nth(const NpMover *m, guint i) {
+        return i < m->running->len ? ((Slot *) m->running->pdata[i])->mv : NULL;
 }
 
 guint np_mover_queued(const NpMover *m) {
@@ -257,7 +321,7 @@ guint np_mover_queued(const NpMover *m) {
 }
 
 bool np_mover_busy(const NpMover *m) {
-        return m->running || m->queue.length > 0;
+        return m->running->len > 0 || m->queue.length > 0;
 }
 
 int np_mover_submit(NpMover *m, NpMove *mv) {
@@ -271,8 +335,9 @@ int np_mover_submit(NpMover *m, NpMove *mv) {
 }
 
 int np_mover_cancel(NpMover *m, pid_t pid) {
-        if (m->running && m->running->pid == pid) {
-                g_atomic_int_set(&m->cancel, 1);
+        Slot *slot = slot_of(m, pid);
+        if (slot) {
+                g_atomic_int_set(&slot->cancel, 1);
                 return 0;
         }
         for (GList *l = m->queue.head; l; l = l->next) {

@@ -1,21 +1,28 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 /*
- * The mover: one queue of memory moves and one worker thread that carries
- * out the move at its head with np_migrate_execute() (the migrate_pages(2)
- * calls and the MaxRate pacing), so the daemon's main loop never waits for a
- * move: it keeps answering the bus, scanning and feeding the watchdog.
+ * The mover: one queue of memory moves and worker threads that carry out
+ * moves with np_migrate_execute() (the migrate_pages(2) calls and the
+ * MaxRate pacing), so the daemon's main loop never waits for a move: it
+ * keeps answering the bus, scanning and feeding the watchdog.
+ *
+ * Moves start in the order they were submitted. The one at the head of the
+ * queue starts when none runs, or beside those running when it moves to
+ * nodes (mv->nodes, set by the owner) that none of them moves to and the
+ * owner's may_start() agrees; otherwise it waits for them to end. A move
+ * without nodes, or a mover without may_start(), runs alone.
  *
  * A move's life, all callbacks on the main loop (the sd-event loop the mover
  * was created with):
  *
  *   np_mover_submit()  queues it (FIFO);
- *   prepare(mv)        when it reaches the head and the worker is idle: the
- *                      owner confines the process and fills mv->plan (and
- *                      may change max_rate); a negative return skips the
- *                      worker and goes straight to done() with mv->r set to
- *                      it;
- *   ... the worker thread executes mv->plan for mv->pid ...
+ *   may_start(mv)      (only while other moves run) may it start beside
+ *                      them now?
+ *   prepare(mv)        when it starts: the owner confines the process and
+ *                      fills mv->plan (and may change max_rate); a negative
+ *                      return skips the worker and goes straight to done()
+ *                      with mv->r set to it;
+ *   ... a worker thread of its own executes mv->plan for mv->pid ...
  *   done(mv)           with mv->r and mv->result filled; the owner
  *                      finishes or undoes the confinement, accounts, and
  *                      frees mv with np_move_free().
@@ -46,10 +53,10 @@
  * CAP_SYS_NICE raised for those calls (np_migrate_execute_from()), since
  * every process that maps them goes to the same nodes.
  *
- * The worker touches nothing but the NpMove it was given (handed over at
- * start, handed back at done) and its cancel flag. Every move submitted gets
- * exactly one done() call, also when cancelled, when the mover is freed,
- * or when prepare() fails.
+ * A worker touches nothing but the NpMove it was given (handed over at
+ * start, handed back at done) and its own cancel and finished flags. Every
+ * move submitted gets exactly one done() call, also when cancelled, when
+ * the mover is freed, or when prepare() fails.
  */
 #include <glib.h>
 #include <stdbool.h>
@@ -79,6 +86,9 @@ typedef struct NpMove {
          * anywhere); the worker runs the move on those of them it may use
          * (above); owned */
         NpMask *cpus;
+        /* the nodes it moves to, set by the owner before np_mover_submit()
+         * (NULL: it runs alone); owned */
+        NpMask *nodes;
         int r; /* np_migrate_execute()'s return, prepare()'s error, or
                 * -ECANCELED when cancelled before it started */
         bool started; /* the worker ran it (result is meaningful) */
@@ -98,37 +108,44 @@ void np_move_free(NpMove *mv);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpMove, np_move_free)
 
 typedef int (*NpMovePrepareFn)(NpMove *mv, void *userdata);
+typedef bool (*NpMoveMayStartFn)(const NpMove *mv, void *userdata);
 typedef void (*NpMoveDoneFn)(NpMove *mv, void *userdata);
 
 typedef struct NpMover NpMover;
 
-/* A mover on `event` (its completion is an eventfd source there). Returns
- * NULL with *error set when the eventfd or source cannot be made. */
-NpMover *np_mover_new(sd_event *event, NpMovePrepareFn prepare, NpMoveDoneFn done, void *userdata, GError **error);
+/* A mover on `event` (its workers' completion is an eventfd source there);
+ * may_start may be NULL (moves run one at a time). Returns NULL with *error
+ * set when the eventfd or source cannot be made. */
+NpMover *np_mover_new(sd_event *event, NpMovePrepareFn prepare, NpMoveMayStartFn may_start, NpMoveDoneFn done,
+                      void *userdata, GError **error);
 /* Cancels everything (each move gets its done() call with -ECANCELED,
- * the running one after the worker stopped between two calls), then frees. */
+ * running ones after their workers stopped between two calls), then frees. */
 void np_mover_free(NpMover *m);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpMover, np_mover_free)
 
-/* Queue mv (ownership passes) and start it at once when the worker is idle.
+/* Queue mv (ownership passes) and start it at once when it may (above).
  * -EBUSY (mv not taken) when a move of the same pid is queued or running. */
 int np_mover_submit(NpMover *m, NpMove *mv);
 
 /* The move of pid that is queued or running, or NULL. */
 const NpMove *np_mover_find(const NpMover *m, pid_t pid);
-/* Is that move running (on the worker) rather than queued? */
+/* Is that move running (on its worker) rather than queued? */
 bool np_mover_running(const NpMover *m, pid_t pid);
-/* The move on the worker, or NULL. */
-const NpMove *np_mover_current(const NpMover *m);
-/* Moves queued (not counting the running one). */
+/* The moves running, and the i-th of them in the order they started (NULL
+ * past the last). */
+guint np_mover_running_count(const NpMover *m);
+const NpMove *np_mover_running_nth(const NpMover *m, guint i);
+/* Moves queued (not counting the running ones). */
 guint np_mover_queued(const NpMover *m);
+/* Is a move queued or running? */
+bool np_mover_busy(const NpMover *m);
 
 /* Cancel the move of pid: a queued one gets done() with -ECANCELED now; a
  * running one stops between two migrate_pages() calls and gets done()
  * with what it moved. 0, or -ENOENT when pid has no move. */
 int np_mover_cancel(NpMover *m, pid_t pid);
 
-/* Stop: cancel every move, wait for the worker (it stops between two calls,
- * within one call's time), and deliver every done() now. The mover stays
- * usable. */
+/* Stop: cancel every move, wait for the workers (each stops between two
+ * calls, within one call's time), and deliver every done() now. The mover
+ * stays usable. */
 void np_mover_stop(NpMover *m);

@@ -544,13 +544,30 @@ out:
         np_move_free(mv);
 }
 
+/* May q's move start beside the moves running now (to other nodes: the
+ * mover sees to that)? Not under MaxRate=, which is the daemon's whole
+ * rate; and only when its nodes have the room for its pages now: the
+ * policy may have planned it on the room the moves before it leave there,
+ * and those may still be running. Otherwise it waits for them to end. */
+static bool may_start(const NpMove *mv, void *userdata) {
+        NpManager *m = userdata;
+        const PlaceReq *q = mv->data;
+        if (m->config->max_rate)
+                return false;
+        NpProcess *p = np_manager_process(m, q->pid);
+        if (!p || p->starttime != q->starttime)
+                return true; /* gone: prepare() says so at once */
+        uint64_t incoming, free;
+        return room_now(m, p, q->nodes, &incoming, &free) == 0 && incoming <= free;
+}
+
 /* ---- the API ------------------------------------------------------------ */
 
 int np_placement_setup(NpManager *m, GError **error) {
         g_return_val_if_fail(m->event, -EINVAL);
         if (m->mover)
                 return 0;
-        m->mover = np_mover_new(m->event, prepare, done, m, error);
+        m->mover = np_mover_new(m->event, prepare, may_start, done, m, error);
         return m->mover ? 0 : -EIO;
 }
 
@@ -603,28 +620,35 @@ static int submit(NpManager *m, int pid, const NpMask *nodes, bool memory_only, 
         q->userdata = userdata;
         np_mask_free(p->moving_to);
         p->moving_to = np_mask_copy(nodes);
+        uint64_t starttime = p->starttime;
+        NpMove *mv = np_move_new(pid, starttime, m->config->max_rate, q, (GDestroyNotify) req_free);
+        mv->nodes = np_mask_copy(nodes);
+        r = np_mover_submit(m->mover, mv);
+        g_assert(r == 0); /* no move of pid was in flight: checked above */
+
+        /* (a move that ended at once, prepare() failing, took q with it) */
+        const NpMove *queued = np_mover_find(m->mover, pid);
+        p = np_manager_process(m, pid);
         uint64_t incoming, free;
-        if (np_manager_kernel_balancing(m) && (np_mover_current(m->mover) || np_mover_queued(m->mover) > 0) &&
-            room_now(m, p, nodes, &incoming, &free) == 0 && incoming <= free) {
-                /* queued behind another move: confined now, so that its
+        if (queued && !np_mover_running(m->mover, pid) && p && p->starttime == starttime &&
+            np_manager_kernel_balancing(m) && room_now(m, p, nodes, &incoming, &free) == 0 && incoming <= free) {
+                /* queued behind other moves: confined now, so that its
                  * threads stay on its nodes meanwhile and the kernel's
                  * balancing moves its pages there, not after threads the
                  * scheduler takes elsewhere; its pages move when its turn
                  * comes. Not when its nodes have the room for it only
                  * after the moves before it (its allocations there would
                  * find none). */
+                q = queued->data;
                 g_autoptr(NpMask) cpus = req_cpus(m, q);
                 g_autoptr(GError) ce = NULL;
                 if (req_confine(m, q, cpus, &ce) == 0) {
                         q->early = true;
-                        log_debug("pid %d: confined while its move waits behind another", pid);
+                        log_debug("pid %d: confined while its move waits behind others", pid);
                 } else
                         log_debug("pid %d: not confined while its move waits: %s", pid,
                                   ce ? ce->message : "unknown error");
         }
-        NpMove *mv = np_move_new(pid, p->starttime, m->config->max_rate, q, (GDestroyNotify) req_free);
-        r = np_mover_submit(m->mover, mv);
-        g_assert(r == 0); /* no move of pid was in flight: checked above */
         return 0;
 }
 

@@ -7,6 +7,9 @@
  *   np_placement_submit()   validates the request (nodes, process, backend, no
  *                       move of that pid in flight) and queues it on the
  *                       mover; a validation error is returned at once;
+ *   may_start (main loop) while other moves run: it starts beside them
+ *                       (to other nodes) only without MaxRate= and with
+ *                       the room for its pages on its nodes already;
  *   prepare (main loop) when its turn comes: refreshes only that process
  *                       (status, numa_maps), plans the migration (skip-
  *                       overlapping-node rule, from where its pages are) and
@@ -39,7 +42,7 @@ typedef void (*NpPlaceDoneFn)(NpManager *m, int pid, uint64_t moved_bytes, const
  * *error set. */
 int np_placement_setup(NpManager *m, GError **error);
 
-/* Cancel every move (queued ones and the running one, which stops between
+/* Cancel every move (queued ones and the running ones, which stop between
  * two migrate_pages() calls), settle each (the process is put back; the
  * requester's callback gets CANCELLED) and return. For the daemon's stop. */
 /* The kernel moved pages of pid after its placement ended (the backend's

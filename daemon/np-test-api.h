@@ -35,9 +35,6 @@ int np_config_load_data(const char *name, const char *data, NpConfig **out, GErr
  * when `node` is not in `from` or `to` is empty, `node` itself. */
 unsigned np_node_remap(unsigned node, const NpMask *from, const NpMask *to);
 
-/* np-mover: is a move queued or running? */
-bool np_mover_busy(const NpMover *m);
-
 /* np-nodemask: a new mask holding the given ids. */
 NpMask *np_mask_from_array(const unsigned *ids, size_t n);
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The mover (np-mover.c) on a real sd-event loop with real child processes:
- * moves run on the worker thread while the loop keeps running, one at a
- * time in submission order, a second move of the same pid is refused,
+ * moves run on worker threads while the loop keeps running, one at a time
+ * in submission order unless they move to different nodes (then side by
+ * side, when the owner agrees), a second move of the same pid is refused,
  * cancelling a queued or a running (paced) move, stop, and a prepare()
  * failure; the worker runs on the move's CPUs where it may, and without
  * CAP_SYS_NICE unless the move may take shared pages. This machine
@@ -73,7 +74,9 @@ typedef struct {
         int fail_prepare; /* pid whose prepare() fails */
         NpMask *cpus; /* prepare() gives each move these CPUs (NULL: none) */
         bool move_shared; /* prepare() sets mv->move_shared to it */
+        bool allow_join; /* what may_start() says */
         unsigned prepared;
+        unsigned asked; /* may_start() calls */
 } Fixture;
 
 static int prepare(NpMove *mv, void *userdata) {
@@ -93,6 +96,12 @@ static int prepare(NpMove *mv, void *userdata) {
         return 0;
 }
 
+static bool may_start(const NpMove *mv, void *userdata) {
+        Fixture *f = userdata;
+        f->asked++;
+        return f->allow_join;
+}
+
 static void done(NpMove *mv, void *userdata) {
         Fixture *f = userdata;
         g_ptr_array_add(f->order, GINT_TO_POINTER(mv->pid));
@@ -105,7 +114,7 @@ static void setup(Fixture *f, gconstpointer data) {
         g_assert_cmpint(sd_event_new(&f->event), >=, 0);
         f->order = g_ptr_array_new();
         f->results = g_array_new(FALSE, FALSE, sizeof(int));
-        f->mover = np_mover_new(f->event, prepare, done, f, &e);
+        f->mover = np_mover_new(f->event, prepare, may_start, done, f, &e);
         g_assert_no_error(e);
         g_assert_nonnull(f->mover);
 }
@@ -230,6 +239,92 @@ static void test_prepare_fails_and_gone(Fixture *f, gconstpointer data) {
         run_until(f, 2, 10 * G_USEC_PER_SEC);
         g_assert_cmpint(g_array_index(f->results, int, 1), ==, -ESRCH);
         reap_child(a);
+}
+
+/* A move to `nodes` (NULL: none given), paced at `rate` bytes/s. */
+static NpMove *move_to(pid_t pid, uint64_t rate, const char *nodes) {
+        NpMove *mv = np_move_new(pid, 0, rate, NULL, NULL);
+        if (nodes)
+                g_assert_cmpint(np_mask_parse(nodes, &mv->nodes), ==, 0);
+        return mv;
+}
+
+/* Moves to nodes that none of the running ones moves to start beside them
+ * when may_start() agrees; one that shares a node waits, and so does every
+ * move queued behind it (they start in submission order). */
+static void test_parallel(Fixture *f, gconstpointer data) {
+        pid_t a = spawn_child(), b = spawn_child(), c = spawn_child(), d = spawn_child();
+        f->allow_join = true;
+
+        /* a (paced, CHILD_MB MiB at 1 MiB/s) to node 0; b to node 1 beside it */
+        g_assert_cmpint(np_mover_submit(f->mover, move_to(a, 1u << 20, "0")), ==, 0);
+        g_assert_cmpuint(f->asked, ==, 0); /* alone: not asked */
+        g_assert_cmpint(np_mover_submit(f->mover, move_to(b, 1u << 20, "1")), ==, 0);
+        g_assert_true(np_mover_running(f->mover, a));
+        g_assert_true(np_mover_running(f->mover, b));
+        g_assert_cmpuint(np_mover_running_count(f->mover), ==, 2);
+        g_assert_cmpint(np_mover_running_nth(f->mover, 1)->pid, ==, b);
+        g_assert_null(np_mover_running_nth(f->mover, 2));
+        g_assert_cmpuint(f->asked, ==, 1);
+        /* c shares node 1 with b: it waits, and d (node 3) behind it */
+        g_assert_cmpint(np_mover_submit(f->mover, move_to(c, 0, "1-2")), ==, 0);
+        g_assert_cmpint(np_mover_submit(f->mover, move_to(d, 0, "3")), ==, 0);
+        g_assert_false(np_mover_running(f->mover, c));
+        g_assert_false(np_mover_running(f->mover, d));
+        g_assert_cmpuint(np_mover_queued(f->mover), ==, 2);
+        g_assert_cmpuint(f->asked, ==, 1); /* the mover saw the overlap itself */
+
+        /* b ends: c starts beside a, then d beside both; a is still paced */
+        g_assert_cmpint(np_mover_cancel(f->mover, b), ==, 0);
+        run_until(f, 3, 10 * G_USEC_PER_SEC);
+        g_assert_cmpuint(f->order->len, ==, 3);
+        g_assert_cmpint(GPOINTER_TO_INT(f->order->pdata[0]), ==, b);
+        g_assert_cmpint(g_array_index(f->results, int, 0), ==, -ECANCELED);
+        for (guint i = 1; i < 3; i++) {
+                int pid = GPOINTER_TO_INT(f->order->pdata[i]);
+                g_assert_true(pid == c || pid == d);
+                g_assert_cmpint(g_array_index(f->results, int, i), ==, 0);
+        }
+        g_assert_true(np_mover_running(f->mover, a));
+
+        /* the owner says no: a move to other nodes waits for a */
+        f->allow_join = false;
+        g_assert_cmpint(np_mover_submit(f->mover, move_to(b, 0, "2")), ==, 0);
+        g_assert_false(np_mover_running(f->mover, b));
+        g_assert_cmpuint(np_mover_running_count(f->mover), ==, 1);
+        /* nor does one without nodes start beside it, whatever the owner says */
+        f->allow_join = true;
+        g_assert_cmpint(np_mover_cancel(f->mover, b), ==, 0);
+        g_assert_cmpint(np_mover_submit(f->mover, move_to(b, 0, NULL)), ==, 0);
+        g_assert_false(np_mover_running(f->mover, b));
+
+        /* stop: the running and the queued get their done() */
+        np_mover_stop(f->mover);
+        g_assert_cmpuint(f->order->len, ==, 6);
+        g_assert_false(np_mover_busy(f->mover));
+        reap_child(a);
+        reap_child(b);
+        reap_child(c);
+        reap_child(d);
+}
+
+/* Two paced moves to different nodes run at once, each on a worker of
+ * its own, and a stop cancels both. */
+static void test_parallel_stop(Fixture *f, gconstpointer data) {
+        pid_t a = spawn_child(), b = spawn_child();
+        f->allow_join = true;
+        g_assert_cmpint(np_mover_submit(f->mover, move_to(a, 1u << 20, "0")), ==, 0);
+        g_assert_cmpint(np_mover_submit(f->mover, move_to(b, 1u << 20, "1")), ==, 0);
+        g_assert_cmpuint(np_mover_running_count(f->mover), ==, 2);
+        uint64_t t0 = now_usec();
+        np_mover_stop(f->mover);
+        g_test_message("stop of two running moves took %.3f s", (double) (now_usec() - t0) / 1e6);
+        g_assert_cmpuint(f->order->len, ==, 2);
+        g_assert_cmpint(g_array_index(f->results, int, 0), ==, -ECANCELED);
+        g_assert_cmpint(g_array_index(f->results, int, 1), ==, -ECANCELED);
+        g_assert_cmpuint(np_mover_running_count(f->mover), ==, 0);
+        reap_child(a);
+        reap_child(b);
 }
 
 /* The mover's owner data is freed with the move. */
@@ -431,6 +526,8 @@ int main(int argc, char **argv) {
         ADD("/mover/cancel-queued-and-stop", test_cancel_queued_and_stop);
         ADD("/mover/prepare-fails-and-gone", test_prepare_fails_and_gone);
         ADD("/mover/data-freed", test_data_freed);
+        ADD("/mover/parallel", test_parallel);
+        ADD("/mover/parallel-stop", test_parallel_stop);
         ADD("/mover/runs-near", test_runs_near);
         ADD("/mover/shared-pages-cap", test_shared_pages_cap);
 #undef ADD
