@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Moves to different nodes side by side, with real pages moving.
 
-4 nodes x 512 MB, cgroup v1, Mode=advise (only Place() moves). Three
+4 nodes x 512 MB, cgroup v1, Mode=advise (only Place() moves). Four
 processes of 192 MB, 48 MB bound on each node: Place() of a on node 1 and
-of b on node 2 (144 MB each to move, seconds under TCG), then of c on
+of b on node 2 (144 MB each to move, about 1.3 s under TCG), then of c on
 nodes 1-2. While they run, Dump() is read over and over: a and b are in
 flight at once, c waits in the queue (its nodes are theirs) and starts
 when they end. Every process ends on its nodes with all its pages, in
