@@ -99,6 +99,23 @@ static bool scattered(const NpLedger *l, const NpPolicyProcess *p) {
         return ideal && np_mask_weight(ideal) == 1;
 }
 
+/* Is p a group whose processes run on more nodes than its demand needs,
+ * while the nodes that hold its demand already hold its memory (at least
+ * MemoryLocalityTarget=)? All of its memory is on the nodes it runs on, but
+ * a process on the other nodes reaches the group's memory remotely
+ * (autonuma-benchmark's numa01: two processes on one node's shared memory,
+ * the scheduler's choice of node for the second). Placing it there moves
+ * threads, and little memory. A group whose processes each keep their own
+ * memory on their own nodes fails the second test and stays. */
+static bool apart(const NpLedger *l, const NpPolicyProcess *p) {
+        if (p->members < 2 || !p->running || !p->mem || np_mask_weight(p->running) < 2)
+                return false;
+        g_autoptr(NpMask) ideal = np_choose_set(l, p, NULL, p->left, false);
+        return ideal && np_mask_weight(ideal) < np_mask_weight(p->running) &&
+                (double) np_ledger_bytes_on_set(p, ideal) * 100.0 >=
+                (double) l->params->memory_locality_target * (double) p->mem;
+}
+
 uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves) {
         unsigned k = MIN(failed_moves, NP_POLICY_MAX_BACKOFF);
         return min_usec > UINT64_MAX >> k ? UINT64_MAX : min_usec << k;
@@ -473,7 +490,8 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                         continue;
                 double loc = locality(p);
                 if (loc * 100.0 < (double) params->memory_locality_target || !p->running ||
-                    !np_ledger_fits_process(&l, p->running, p, -NP_POLICY_HYSTERESIS) || scattered(&l, p))
+                    !np_ledger_fits_process(&l, p->running, p, -NP_POLICY_HYSTERESIS) || scattered(&l, p) ||
+                    apart(&l, p))
                         continue;
                 np_ledger_footprint(&l, p, +1);
                 NpReason r = { .code = NP_REASON_LOCAL, .on = np_mask_copy(p->running), .share = loc };
@@ -509,6 +527,8 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                 bool spread = scattered(&l, p);
                 if (spread)
                         r.context = NP_CONTEXT_SCATTERED;
+                else if ((spread = apart(&l, p)))
+                        r.context = NP_CONTEXT_APART;
                 else
                         kernel_context(&l, p, &r);
                 bool local = loc * 100.0 >= (double) params->memory_locality_target && p->running && !spread;

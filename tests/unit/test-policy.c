@@ -792,6 +792,49 @@ static void test_unit_summed_demand(void) {
         machine_clear(&m);
 }
 
+/* autonuma-benchmark's numa01 on nodes of two CPUs: two processes on one
+ * node's shared memory (its carrier, the first, counts it), the second's
+ * thread on another node. All the group's memory is on the nodes it runs
+ * on, but the second reaches it remotely, and node 0 holds the group's
+ * demand: placed there, the thread of the second moving and 16 MiB of the
+ * first's. With the kernel's balancing on or off. Two processes each with
+ * its own memory on its own node stay apart. */
+static void test_unit_apart(void) {
+        for (int balancing = 0; balancing <= 1; balancing++) {
+                Machine m;
+                machine_init(&m, 4, 2, 2 * GiB);
+                m.params.kernel_balancing = balancing;
+                NpPolicyProcess *a = process(&m, 100, 0.6, "1", (unsigned[]){ 320, 16, 0, 0 });
+                NpPolicyProcess *b = process(&m, 101, 0.6, "0", (unsigned[]){ 1, 0, 0, 0 });
+                a->group = b->group = 4;
+                a->group_name = b->group_name = "shm:1024";
+                a->balanced = balancing ? a->mem : 0;
+                b->balanced = balancing ? b->mem : 0;
+                a->locality_before = b->locality_before = 1.0;
+                g_autoptr(GPtrArray) d = decide(&m);
+                assert_move(d, 0, "0");
+                assert_move(d, 1, "0");
+                g_assert_cmpint(why(d, 0)->context, ==, NP_CONTEXT_APART);
+                g_assert_cmpstr(why_of(dec(d, 0)), ==,
+                                "with the 2 processes of its group shm:1024: its processes run on nodes 0-1, but "
+                                "fewer hold its demand (1.20 CPUs) and its memory: place on 0 (16 MiB to move)");
+                machine_clear(&m);
+
+                machine_init(&m, 4, 2, 2 * GiB);
+                m.params.kernel_balancing = balancing;
+                a = process(&m, 100, 0.6, "1", (unsigned[]){ 40, 300, 0, 0 });
+                b = process(&m, 101, 0.6, "0", (unsigned[]){ 300, 0, 0, 0 });
+                a->group = b->group = 4;
+                a->balanced = balancing ? a->mem : 0;
+                b->balanced = balancing ? b->mem : 0;
+                a->locality_before = b->locality_before = 1.0;
+                g_autoptr(GPtrArray) e = decide(&m);
+                assert_keep(e, 0, NP_REASON_LOCAL);
+                assert_keep(e, 1, NP_REASON_LOCAL);
+                machine_clear(&m);
+        }
+}
+
 /* Beside the kernel's balancing, a group whose members' memory the kernel
  * can move (default policy) is a group the kernel can move: the members'
  * movable bytes add up like their pages (once only the first member's
@@ -2068,6 +2111,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/local-spread-not-squeezed", test_local_spread_not_squeezed);
         g_test_add_func("/policy/unit-as-one", test_unit_as_one);
         g_test_add_func("/policy/unit-summed-demand", test_unit_summed_demand);
+        g_test_add_func("/policy/unit-apart", test_unit_apart);
         g_test_add_func("/policy/unit-holds", test_unit_holds);
         g_test_add_func("/policy/unit-balanced-summed", test_unit_balanced_summed);
         g_test_add_func("/policy/unit-member-joins", test_unit_member_joins);

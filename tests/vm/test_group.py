@@ -21,9 +21,27 @@ two CPUs per node), numaplaced at its defaults but for MinProcessCPU=0.08
               migrates every page of a process whose cpuset.mems narrow,
               their moves are printed.
 
+  numa01      autonuma-benchmark's numa01 shape at the defaults (cgroup v1):
+              a process and its child, both busy (0.6 CPUs) on 320 MB of
+              shared memory first touched on node 0, 16 MB private to the
+              first (np-workload --share-mb 320 --share-busy --bind 0
+              --reset-policy). The test puts the first's thread on node 0
+              and the child's on node 2 (taskset, then every CPU again), as
+              the scheduler does on an idle machine, and its own shell on
+              node 3 (so that no load of its own makes the scheduler take
+              the first off node 0). All of the pair's
+              memory is on the nodes it runs on, but the child reaches it
+              remotely, and node 0 holds both: checked, the pair is placed
+              on node 0 as one group (the Placing lines say "its processes
+              run on nodes 0,2, but fewer hold its demand", or the nodes
+              the scheduler moved them to since), and pages
+              moved at most the minimum (the pages outside node 0) plus
+              1 MB. Before that rule the pair stayed apart.
+
 Run one: python3 tests/vm/test_group.py shared-v1
 """
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -82,9 +100,88 @@ grep -E "Placing|Placed|group" /tmp/numaplaced.log | while IFS= read -r l; do np
 np_stop_numaplaced
 """
 
+# numa01 (as tests/bench/bench-policy.py's scenario 3): the child's thread
+# put on node 2 (CPU 4), the parent's on node 0 (CPU 0), then both free to
+# run on every CPU again: on an idle machine the scheduler leaves them
+# there
+NUMA01 = r"""
+M="org.numaplaced1 /org/numaplaced1 org.numaplaced1.Manager"
+P=org.numaplaced1.Process
+mprop() { busctl get-property $M "$1" 2>/dev/null | cut -d' ' -f2-; }
+pprop() { busctl get-property org.numaplaced1 /org/numaplaced1/process/$1 $P "$2" 2>/dev/null | cut -d' ' -f2- | tr -d '"'; }
+placed_all() { for _p in "$@"; do grep -q "Placed $_p " /tmp/numaplaced.log || return 1; done; }
+np_start_dbus || exit 1
+np_start_numaplaced /etc/np.conf || exit 1
+# this shell and what it starts (busctl, the checks) on node 3's CPUs: no
+# load of the test's on node 0 for the scheduler to balance away from
+taskset -p -c 6-7 $$ > /dev/null || exit 1
+m0=$(np_vmstat pgmigrate_success)
+a=$(np_start_workload /tmp/a --mb 16 --share-mb 320 --share-busy --bind 0 --reset-policy --no-thp --sweep \
+    --duty 60 --no-pin) || exit 1
+b=$(sed -n 's/^CHILD pid=//p' /tmp/a.out)
+np_result pair $a $b
+taskset -a -p -c 0 $a > /dev/null && taskset -a -p -c 4 $b > /dev/null || exit 1
+sleep 1
+taskset -a -p -c 0-7 $a > /dev/null && taskset -a -p -c 0-7 $b > /dev/null || exit 1
+np_result shared.before $(np_numa_kb $a 'zero')
+for p in $a $b; do
+	np_result own.before $p $(np_numa_kb $p '^[0-9a-f]+ [^ ]+ (heap |stack )?anon=')
+done
+np_wait_for 120 placed_all $a $b
+sleep 2
+for p in $a $b; do
+	np_result proc $p "$(pprop $p State)" "$(pprop $p TargetNodes | tr ' ' ,)"
+	np_result decision $p "$(pprop $p Decision)"
+done
+np_result shared.after $(np_numa_kb $a 'zero')
+np_result pgmigrate $(( $(np_vmstat pgmigrate_success) - m0 ))
+grep -E "Placing|Placed|Leaving" /tmp/numaplaced.log | while IFS= read -r l; do np_result log "$l"; done
+np_stop_numaplaced
+"""
+
 
 def kb_of(words):
     return {int(k): int(v) for k, v in (x.split("=") for x in words)}
+
+
+def numa01():
+    vm = npvm.VM("group-numa01", TOPO, cgroup="v1")
+    vm.add_workload()
+    vm.add_dbus()
+    vm.add_daemon()
+    vm.add_file("etc/np.conf", "[Daemon]\nMode=enforce\n")
+    res = vm.run(NUMA01, timeout=600)
+    t = npvm.Checker(res)
+    if not t.require_completed():
+        return t.finish()
+    pair = (res.get("pair") or "").split()
+    t.eq(len(pair), 2, f"a process and its child ({pair})")
+    procs = {}
+    for line in res.all("proc"):
+        f = line.split()
+        if len(f) >= 3 and f[0].isdigit():
+            procs[f[0]] = (f[1], [int(x) for x in f[2].split(",")[1:]])
+    decisions = dict(line.partition(" ")[::2] for line in res.all("decision"))
+    for p in pair:
+        st, nodes = procs.get(p, ("?", []))
+        t.eq((st, nodes), ("placed", [0]), f"process {p} is placed on node 0")
+        d = decisions.get(p, "")
+        t.check(d.startswith("with the 2 processes of its group shm:"), f"process {p}: one group of two ({d!r})")
+    placing = [x for x in res.all("log") if "Placing" in x]
+    t.check(len(placing) == 2 and all(re.search(r"its processes run on nodes [0-9,-]+, but fewer hold its demand", x)
+                                      for x in placing), f"placed because its processes ran apart ({placing})")
+    after = kb_of((res.get("shared.after") or "").split())
+    total = sum(after.values())
+    t.check(total >= 320 * 1024 * 0.99 and after.get(0, 0) >= 0.95 * total,
+            f"the shared memory on node 0 ({after})")
+    minimum = sum(v for n, v in kb_of((res.get("shared.before") or "").split()).items() if n != 0)
+    for line in res.all("own.before"):
+        minimum += sum(v for n, v in kb_of(line.split()[1:]).items() if n != 0)
+    moved = (res.int("pgmigrate") or 0) * 4
+    t.check(moved <= minimum + 1024, f"pages moved {moved} kB, at most the minimum {minimum} kB plus 1 MB")
+    for line in res.all("log"):
+        print(f"  ..   {line}")
+    return t.finish()
 
 
 def main(cg):
@@ -149,6 +246,9 @@ def main(cg):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1] not in ("shared-v1", "shared-v2"):
-        sys.exit("usage: test_group.py shared-v1|shared-v2")
-    npvm.run_test(f"group-{sys.argv[1]}", lambda: main(sys.argv[1].split("-")[1]))
+    if len(sys.argv) != 2 or sys.argv[1] not in ("shared-v1", "shared-v2", "numa01"):
+        sys.exit("usage: test_group.py shared-v1|shared-v2|numa01")
+    if sys.argv[1] == "numa01":
+        npvm.run_test("group-numa01", numa01)
+    else:
+        npvm.run_test(f"group-{sys.argv[1]}", lambda: main(sys.argv[1].split("-")[1]))
