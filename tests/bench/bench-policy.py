@@ -4,7 +4,7 @@
 kernel's automatic NUMA balancing, in the same 4-node QEMU VM setup.
 
 Four scenarios, each run four ways, one fresh boot per way and run (4 nodes
-x 512 MB, one vCPU each, cgroup v1):
+x 512 MB, one vCPU each unless --cpus says more, cgroup v1):
 
   1  interleaved  two busy 320 MB processes whose memory was allocated
                   interleaved over 0-3, then the policy set back to default
@@ -76,7 +76,10 @@ import npvm  # noqa: E402
 import benchstat  # noqa: E402
 from benchstat import stats  # noqa: E402
 
-TOPO = npvm.Topology(4, mem_mb=512, cpus=1)
+def topology(cpus):
+    return npvm.Topology(4, mem_mb=512, cpus=cpus)
+
+
 BUSY = "--mb 320 --interleave 0-3 --no-thp --sweep --duty 90 --no-pin"
 READY = "np_result ready.{p} $(cut -d' ' -f1 /proc/uptime)\n"  # allocated and busy from here: significant
 TWO = ("a=$(np_start_workload /tmp/a {busy}) || exit 1\n" + READY.format(p="a") +
@@ -177,7 +180,7 @@ def run_one(args, scenario, way):
     cmdline = list(npvm.DEFAULT_CMDLINE)
     if way in ("kernel", "both"):
         cmdline = [c for c in cmdline if not c.startswith("numa_balancing=")] + ["numa_balancing=enable"]
-    vm = npvm.VM(f"bench-policy-{scenario}-{way}", TOPO, cgroup="v1", cmdline=cmdline)
+    vm = npvm.VM(f"bench-policy-{scenario}-{way}", topology(args.cpus), cgroup="v1", cmdline=cmdline)
     vm.add_workload()
     if way in ("numaplaced", "both"):
         vm.add_dbus()
@@ -198,7 +201,7 @@ def run_one(args, scenario, way):
         samples.append((float(f[0]) - t0, int(f[1]) / 1000.0, int(f[2]) / 1000.0, int(f[3]), int(f[4]), int(f[5]),
                         int(f[6]) if len(f) > 6 and f[6].isdigit() else 0))
     out = {"samples": samples, "balancing": res.get("balancing"), "duration": args.duration,
-           "every": args.every}
+           "every": args.every, "cpus": args.cpus}
     # the placer's CPU once the moves are over: from STEADY_FROM s to the end, per minute
     hz = res.int("hz") or 100
     steady = [x for x in samples if x[0] >= STEADY_FROM]
@@ -298,6 +301,8 @@ def main():
     ap.add_argument("--duration", type=int, default=360, help="seconds each way runs after the workloads start")
     ap.add_argument("--every", type=float, default=2.0,
                     help="seconds the VM sleeps between two samples (each takes 0.25 to 0.3 s more under TCG)")
+    ap.add_argument("--cpus", type=int, default=1,
+                    help="vCPUs per node (2 lets numa01's pair share a node at TargetUtilization=85%%)")
     ap.add_argument("--ways", default=",".join(WAYS))
     ap.add_argument("--scenarios", default="1,2,3,4")
     ap.add_argument("--png", default=os.path.join(npvm.vm_build_dir(), "bench-policy.png"))
@@ -317,6 +322,8 @@ def main():
         args.runs = max(len(r) for sc in args.scenarios for r in results[sc].values())
         args.duration = next((x["duration"] for sc in args.scenarios for r in results[sc].values() for x in r
                               if x.get("duration")), args.duration)
+        args.cpus = next((x["cpus"] for sc in args.scenarios for r in results[sc].values() for x in r
+                          if x.get("cpus")), 1)
         report(args, results)
         return 0
     npvm.ensure_host_commands(npvm.QEMU, "busybox", "dbus-daemon", "busctl", "numad", "gnuplot")
@@ -341,7 +348,8 @@ def mean(xs):
 
 def report(args, results):
     """The tables (and the plot) of results: {scenario: {way: [run, ...]}}."""
-    print(f"\nbench-policy: 4 nodes x 512 MB, one vCPU each, QEMU TCG; two busy 320 MB processes; "
+    vcpus = "one vCPU" if args.cpus == 1 else f"{args.cpus} vCPUs"
+    print(f"\nbench-policy: 4 nodes x 512 MB, {vcpus} each, QEMU TCG; two busy 320 MB processes; "
           f"{args.duration} s per way; {args.runs} run(s); figures as min/mean/trimmed mean/stddev/max "
           f"when runs > 1")
     for sc in args.scenarios:
