@@ -105,9 +105,7 @@ np_stop_numaplaced
 # run on every CPU again: on an idle machine the scheduler leaves them
 # there
 NUMA01 = r"""
-M="org.numaplaced1 /org/numaplaced1 org.numaplaced1.Manager"
 P=org.numaplaced1.Process
-mprop() { busctl get-property $M "$1" 2>/dev/null | cut -d' ' -f2-; }
 pprop() { busctl get-property org.numaplaced1 /org/numaplaced1/process/$1 $P "$2" 2>/dev/null | cut -d' ' -f2- | tr -d '"'; }
 placed_all() { for _p in "$@"; do grep -q "Placed $_p " /tmp/numaplaced.log || return 1; done; }
 np_start_dbus || exit 1
