@@ -239,7 +239,14 @@ void np_ledger_remove_candidates(NpLedger *l, const NpPolicyProcess *procs, guin
                         if (s)
                                 s->used_mem = MAX(0.0, s->used_mem - (double) reg_on(p, nb->node));
                 }
-                pools_take(l, p, -1);
+                /* a moving process's huge pages stay charged where its last
+                 * read put them: the nodes' samples may already show them
+                 * gone from there (its move runs), and a pool is exact; its
+                 * target's pools are charged when it is counted there
+                 * (np-policy.c), so a move in flight counts twice, never
+                 * not at all */
+                if (p->hold != NP_HOLD_MOVING)
+                        pools_take(l, p, -1);
         }
         for (guint i = 0; i < l->n; i++) {
                 NpLedgerSlot *s = &l->s[i];

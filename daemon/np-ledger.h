@@ -46,7 +46,8 @@ void np_ledger_init(NpLedger *l, const NpPolicyNode *nodes, guint n_nodes, const
  * np_policy_background_cpu(). */
 double np_ledger_background(const NpLedger *l, const NpPolicyProcess *procs, guint n_procs);
 /* Take every candidate out: its pages from their nodes and its hugetlb pages
- * from their pools; the CPU use left (the background, the lower of this
+ * from their pools (but a moving one's huge pages, which the samples may
+ * already show gone from there); the CPU use left (the background, the lower of this
  * round's and params->background_before) is spread over the nodes by their
  * CPUs. */
 void np_ledger_remove_candidates(NpLedger *l, const NpPolicyProcess *procs, guint n_procs);

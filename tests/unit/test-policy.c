@@ -2022,6 +2022,35 @@ static void test_hugetlb_pools_ledger(void) {
         machine_clear(&m);
 }
 
+/* The guests-hugetlb scan that put two guests on node 1: a placed there
+ * (150 pages), c moving to node 2, whose 38 pages on nodes 0 and 1 the
+ * pools' sample already shows gone (its last read still has them there),
+ * b (38 pages on each) to place. Nodes 0 and 1 have 100 free pages each:
+ * with b's own 38, 138, not its 150. c's pages, freed in the sample, must
+ * not be freed again: neither node alone is chosen (before: node 0, which
+ * the kernel then filled with surplus huge pages). */
+static void test_hugetlb_moving_counted(void) {
+        Machine m;
+        machine_init(&m, 4, 2, 2 * GiB);
+        pool(&m, 0, 288, 100);
+        pool(&m, 1, 288, 100);
+        pool(&m, 2, 288, 64);
+        pool(&m, 3, 64, 64);
+        NpPolicyProcess *a = huge_process(&m, 213, 0.5, "1", (unsigned[]){ 0, 8, 0, 0 }, (unsigned[]){ 0, 150, 0, 0 });
+        a->hold = NP_HOLD_PLACED;
+        a->current = mask(&m, "1");
+        NpPolicyProcess *c =
+                huge_process(&m, 219, 0.5, "2", (unsigned[]){ 0, 0, 8, 0 }, (unsigned[]){ 38, 38, 37, 37 });
+        c->hold = NP_HOLD_MOVING;
+        c->current = mask(&m, "2");
+        huge_process(&m, 216, 0.5, "3", (unsigned[]){ 0, 0, 0, 8 }, (unsigned[]){ 38, 38, 74, 0 });
+        g_autoptr(GPtrArray) d = decide(&m);
+        g_assert_cmpint(dec(d, 2)->kind, ==, NP_DECISION_MOVE);
+        g_assert_cmpuint(np_mask_weight(dec(d, 2)->nodes), ==, 2);
+        g_assert_cmpint(why(d, 2)->alone.kind, ==, NP_SHORT_HUGE);
+        machine_clear(&m);
+}
+
 /* Nowhere to go (every node's CPUs taken by pinned processes): NOFIT, and
  * the Decision says its huge pages need free huge pages of their size. */
 static void test_hugetlb_nofit(void) {
@@ -2118,6 +2147,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/hugetlb-pool-too-small", test_hugetlb_pool_too_small);
         g_test_add_func("/policy/hugetlb-bigger-set", test_hugetlb_bigger_set);
         g_test_add_func("/policy/hugetlb-pools-ledger", test_hugetlb_pools_ledger);
+        g_test_add_func("/policy/hugetlb-moving-counted", test_hugetlb_moving_counted);
         g_test_add_func("/policy/hugetlb-mixed", test_hugetlb_mixed);
         g_test_add_func("/policy/hugetlb-nofit", test_hugetlb_nofit);
         return g_test_run();
