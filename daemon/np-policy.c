@@ -89,31 +89,40 @@ static bool needs_every_node(const NpLedger *l, const NpPolicyProcess *p) {
         return n > 1 && np_ledger_cpu_demand(p) > all - biggest;
 }
 
-/* Does p run on every node although one node holds its demand? Its threads
- * are scattered by the scheduler, not spread by their own load: its memory
- * is local nowhere, and the policy places it by its demand. */
-static bool scattered(const NpLedger *l, const NpPolicyProcess *p) {
-        if (!p->running || !covers_every_cpu_node(l, p->running))
-                return false;
+/* Does p run on more nodes than its demand needs, so that all of its memory
+ * on the nodes it runs on does not make it local? NP_CONTEXT_SCATTERED: it
+ * runs on every node although one holds its demand (its threads scattered
+ * by the scheduler, not spread by their own load: its memory is local
+ * nowhere). NP_CONTEXT_APART: a group whose processes run on more nodes
+ * than its demand needs, while the nodes that hold its demand already hold
+ * MemoryLocalityTarget= of its memory: a process on the other nodes reaches
+ * it remotely (autonuma-benchmark's numa01: two processes on one node's
+ * shared memory, the scheduler's choice of node for one of them), and
+ * placing it moves threads and little memory; a group whose processes each
+ * keep their own memory on their own nodes fails the memory test and
+ * stays. Else NP_CONTEXT_NONE. Either way the policy places it by its
+ * demand. */
+static NpReasonContext spread_beyond_demand(const NpLedger *l, const NpPolicyProcess *p) {
+        if (!p->running)
+                return NP_CONTEXT_NONE;
+        bool every = covers_every_cpu_node(l, p->running);
+        bool group = p->members >= 2 && p->mem && np_mask_weight(p->running) >= 2;
+        if (!every && !group)
+                return NP_CONTEXT_NONE;
         g_autoptr(NpMask) ideal = np_choose_set(l, p, NULL, p->left, false);
-        return ideal && np_mask_weight(ideal) == 1;
+        if (!ideal)
+                return NP_CONTEXT_NONE;
+        if (every && np_mask_weight(ideal) == 1)
+                return NP_CONTEXT_SCATTERED;
+        if (group && np_mask_weight(ideal) < np_mask_weight(p->running) &&
+            (double) np_ledger_bytes_on_set(p, ideal) * 100.0 >=
+                    (double) l->params->memory_locality_target * (double) p->mem)
+                return NP_CONTEXT_APART;
+        return NP_CONTEXT_NONE;
 }
 
-/* Is p a group whose processes run on more nodes than its demand needs,
- * while the nodes that hold its demand already hold its memory (at least
- * MemoryLocalityTarget=)? All of its memory is on the nodes it runs on, but
- * a process on the other nodes reaches the group's memory remotely
- * (autonuma-benchmark's numa01: two processes on one node's shared memory,
- * the scheduler's choice of node for the second). Placing it there moves
- * threads, and little memory. A group whose processes each keep their own
- * memory on their own nodes fails the second test and stays. */
-static bool apart(const NpLedger *l, const NpPolicyProcess *p) {
-        if (p->members < 2 || !p->running || !p->mem || np_mask_weight(p->running) < 2)
-                return false;
-        g_autoptr(NpMask) ideal = np_choose_set(l, p, NULL, p->left, false);
-        return ideal && np_mask_weight(ideal) < np_mask_weight(p->running) &&
-                (double) np_ledger_bytes_on_set(p, ideal) * 100.0 >=
-                (double) l->params->memory_locality_target * (double) p->mem;
+static bool scattered(const NpLedger *l, const NpPolicyProcess *p) {
+        return spread_beyond_demand(l, p) == NP_CONTEXT_SCATTERED;
 }
 
 uint64_t np_policy_move_wait_usec(uint64_t min_usec, unsigned failed_moves) {
@@ -490,8 +499,8 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                         continue;
                 double loc = locality(p);
                 if (loc * 100.0 < (double) params->memory_locality_target || !p->running ||
-                    !np_ledger_fits_process(&l, p->running, p, -NP_POLICY_HYSTERESIS) || scattered(&l, p) ||
-                    apart(&l, p))
+                    !np_ledger_fits_process(&l, p->running, p, -NP_POLICY_HYSTERESIS) ||
+                    spread_beyond_demand(&l, p) != NP_CONTEXT_NONE)
                         continue;
                 np_ledger_footprint(&l, p, +1);
                 NpReason r = { .code = NP_REASON_LOCAL, .on = np_mask_copy(p->running), .share = loc };
@@ -524,13 +533,12 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                 }
                 double loc = locality(p);
                 NpReason r = { .context = NP_CONTEXT_SHARE, .on = copy_mask(p->running), .share = loc };
-                bool spread = scattered(&l, p);
-                if (spread)
-                        r.context = NP_CONTEXT_SCATTERED;
-                else if ((spread = apart(&l, p)))
-                        r.context = NP_CONTEXT_APART;
-                else
+                r.context = spread_beyond_demand(&l, p);
+                bool spread = r.context != NP_CONTEXT_NONE;
+                if (!spread) {
+                        r.context = NP_CONTEXT_SHARE;
                         kernel_context(&l, p, &r);
+                }
                 bool local = loc * 100.0 >= (double) params->memory_locality_target && p->running && !spread;
                 out[i] = place_or_nofit(&l, p, NULL, local ? p->running : NULL, &r);
         }
