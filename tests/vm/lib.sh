@@ -207,10 +207,10 @@ np_stop_numaplaced() {
 }
 
 # np_host_memadd NODE MB: ask the host to hot-add MB of memory to NODE
-# (VM(hotplug_mb=...)); the kernel onlines it. Waits (60 s) until NODE's
-# MemTotal grew; 1 if it did not.
+# (VM(hotplug_mb=...)); the kernel onlines it one memory block at a time.
+# Waits (60 s) until NODE's MemTotal grew by the whole MB; 1 if it did not.
 np_host_memadd() {
 	_before=$(awk '/MemTotal/ { print $4 }' /sys/devices/system/node/node$1/meminfo)
 	echo "NPVM-HOST memadd $1 $2"
-	np_wait_for 60 sh -c "[ \$(awk '/MemTotal/ { print \$4 }' /sys/devices/system/node/node$1/meminfo) -gt $_before ]"
+	np_wait_for 60 sh -c "[ \$(awk '/MemTotal/ { print \$4 }' /sys/devices/system/node/node$1/meminfo) -ge $((_before + $2 * 1024)) ]"
 }
