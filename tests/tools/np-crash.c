@@ -14,12 +14,17 @@
  * the Nth one (default 1):
  *   --delay-us 0 (default): SIGKILL while the thread is stopped at the
  *     entry, before the call runs;
- *   --delay-us D: let the call run, SIGKILL D microseconds later; "inside"
- *     says whether the call had not yet returned at that moment.
+ *   --delay-us D: let the call run, SIGKILL D microseconds later. A call
+ *     that returned sooner is let go, and the next call of those named
+ *     is taken instead, with half the delay (at least NP_CRASH_MIN_DELAY
+ *     us), up to NP_CRASH_RETRIES times; after that the process is killed
+ *     all the same. "inside" says the call had not yet returned at the
+ *     kill, "after" that it had (every retry used up).
  * Prints one line: "np-crash: killed PID at NAME #N: entry|inside|after
- * (D us)" and exits 0. When the call is not seen within --timeout seconds
- * the process is killed all the same ("killed PID after T s without call
- * #N") and the exit status is 2; 1 on errors (nothing killed).
+ * (D us)", N the call killed in and D its delay, and exits 0. When the
+ * call is not seen within --timeout seconds the process is killed all the
+ * same ("killed PID after T s without call #N") and the exit status is 2;
+ * 1 on errors (nothing killed).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -67,6 +72,20 @@ static const char *path_sub;
 static unsigned nth = 1;
 static long delay_us;
 static double timeout_sec = 60;
+
+/* --delay-us: how often a call that returned before the kill passes it on
+ * to the next one, and the shortest delay that halving comes to */
+#define NP_CRASH_RETRIES 8
+#define NP_CRASH_MIN_DELAY 100
+
+/* Let a traced thread stopped with status go on, as the main loop does. */
+static void resume(pid_t tid, int status) {
+        int sig = WSTOPSIG(status);
+        int event = (unsigned) status >> 16;
+        bool ours =
+                sig == (SIGTRAP | 0x80) || sig == SIGTRAP || event == PTRACE_EVENT_STOP || event == PTRACE_EVENT_CLONE;
+        ptrace(PTRACE_SYSCALL, tid, 0, ours ? 0 : sig);
+}
 
 static int call_index(long nr) {
         for (size_t i = 0; i < N_CALLS; i++)
@@ -160,7 +179,7 @@ int main(int argc, char **argv) {
                 { "delay-us", required_argument, NULL, 'd' }, { "timeout", required_argument, NULL, 't' },
                 { "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
         };
-        unsigned seen = 0;
+        unsigned seen = 0, retries = 0;
         bool any = false;
         double deadline;
         int c;
@@ -263,6 +282,17 @@ int main(int argc, char **argv) {
                                                 int st2;
                                                 pid_t r = waitpid(tid, &st2, __WALL | WNOHANG);
                                                 where = r == 0 ? "inside" : "after";
+                                                if (r != 0 && retries < NP_CRASH_RETRIES) {
+                                                        /* too quick: the next one, sooner */
+                                                        retries++;
+                                                        nth = seen + 1;
+                                                        delay_us = delay_us / 2 > NP_CRASH_MIN_DELAY
+                                                                ? delay_us / 2
+                                                                : NP_CRASH_MIN_DELAY;
+                                                        if (r == tid && WIFSTOPPED(st2))
+                                                                resume(tid, st2);
+                                                        continue;
+                                                }
                                         }
                                         kill(target, SIGKILL);
                                         printf("np-crash: killed %d at %s #%u: %s (%ld us)\n", (int) target,

@@ -23,7 +23,9 @@ Place() moves take seconds. Each round:
   3. Place() the fresh workload, then the two others, on node sets that
      change from round to round, in the background, and kill the daemon with tests/tools/np-crash at a moment that depends
      on the round:
-       migrate   inside migrate_pages(2) (a few ms after its entry),
+       migrate   inside migrate_pages(2) (a few ms after its entry; a
+                 call that returned sooner passes the kill on to the next,
+                 at half the delay),
        pair2     at the entry of the second migrate_pages() (between pairs),
        write     at the entry of the Nth write() to the state file's
                  temporary file (the new file exists, empty),
