@@ -104,7 +104,6 @@ void np_policy_groups_build(NpPolicyGroups *g, const NpPolicyProcess *procs, gui
                 guint j = GPOINTER_TO_UINT(at);
                 NpPolicyProcess *u = &g_array_index(g->merged, NpPolicyProcess, j);
                 g->slot_of[i] = j;
-                u->members = g->size[j] + 1;
                 if (g->size[j]++ == 1) {
                         /* first merge into it: copies the entry may change */
                         u->per_node = own_array(g, u->per_node, sizeof(NpNodeBytes), np_node_bytes_add);

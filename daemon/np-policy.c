@@ -93,28 +93,29 @@ static bool needs_every_node(const NpLedger *l, const NpPolicyProcess *p) {
  * on the nodes it runs on does not make it local? NP_CONTEXT_SCATTERED: it
  * runs on every node although one holds its demand (its threads scattered
  * by the scheduler, not spread by their own load: its memory is local
- * nowhere). NP_CONTEXT_APART: a group whose processes run on more nodes
- * than its demand needs, while the nodes that hold its demand already hold
- * MemoryLocalityTarget= of its memory: a process on the other nodes reaches
- * it remotely (autonuma-benchmark's numa01: two processes on one node's
- * shared memory, the scheduler's choice of node for one of them), and
- * placing it moves threads and little memory; a group whose processes each
- * keep their own memory on their own nodes fails the memory test and
- * stays. Else NP_CONTEXT_NONE. Either way the policy places it by its
- * demand. */
+ * nowhere). NP_CONTEXT_APART: its busy threads (a group's: of all its
+ * processes) run on more nodes than its demand needs, while the nodes that
+ * hold its demand already hold MemoryLocalityTarget= of its memory: a
+ * thread on the other nodes reaches it remotely (autonuma-benchmark's
+ * numa01: two processes on one node's shared memory, the scheduler's
+ * choice of node for one of them; or two threads of one process), and
+ * placing it moves threads and little memory; threads or processes that
+ * each keep their own memory on their own nodes (numa02) fail the memory
+ * test and stay. Else NP_CONTEXT_NONE. Either way the policy places it by
+ * its demand. */
 static NpReasonContext spread_beyond_demand(const NpLedger *l, const NpPolicyProcess *p) {
         if (!p->running)
                 return NP_CONTEXT_NONE;
         bool every = covers_every_cpu_node(l, p->running);
-        bool group = p->members >= 2 && p->mem && np_mask_weight(p->running) >= 2;
-        if (!every && !group)
+        bool several = p->mem && np_mask_weight(p->running) >= 2;
+        if (!every && !several)
                 return NP_CONTEXT_NONE;
         g_autoptr(NpMask) ideal = np_choose_set(l, p, NULL, p->left, false);
         if (!ideal)
                 return NP_CONTEXT_NONE;
         if (every && np_mask_weight(ideal) == 1)
                 return NP_CONTEXT_SCATTERED;
-        if (group && np_mask_weight(ideal) < np_mask_weight(p->running) &&
+        if (several && np_mask_weight(ideal) < np_mask_weight(p->running) &&
             (double) np_ledger_bytes_on_set(p, ideal) * 100.0 >=
                     (double) l->params->memory_locality_target * (double) p->mem)
                 return NP_CONTEXT_APART;

@@ -141,8 +141,6 @@ typedef struct {
         const char *group_name; /* with group: its name in the Decision (a Groups= cgroup, a unit,
                                  * shm:...) */
         bool group_unit; /* with group: it is a systemd unit */
-        unsigned members; /* set by the group merge (np-policy-group.h): the processes this
-                           * entry stands for; 0 or 1 = itself alone */
 } NpPolicyProcess;
 
 typedef struct {

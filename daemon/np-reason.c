@@ -133,9 +133,9 @@ static void add_context(GString *o, const NpReason *r) {
                 break;
         case NP_CONTEXT_APART:
                 g_string_append_printf(o,
-                                       "its processes run on nodes %s, but fewer hold its demand (%.2f CPUs) and "
+                                       "its %s run on nodes %s, but fewer hold its demand (%.2f CPUs) and "
                                        "its memory",
-                                       on, r->cpu);
+                                       r->group_members > 1 ? "processes" : "threads", on, r->cpu);
                 break;
         case NP_CONTEXT_NONE:
                 break;

@@ -50,8 +50,9 @@ typedef enum {
         NP_CONTEXT_SHARE, /* share of its memory on `on`, where it runs (kernel leads it) */
         NP_CONTEXT_CROWDED, /* placed on `on`, which is now crowded: `crowded` */
         NP_CONTEXT_SCATTERED, /* it runs on every node (`on`), one holds its demand (`cpu`) */
-        NP_CONTEXT_APART, /* a group whose processes run on more nodes (`on`) than its demand
-                           * (`cpu`) needs, its memory already on the nodes that hold it */
+        NP_CONTEXT_APART, /* its threads (a group's: its processes) run on more nodes (`on`)
+                           * than its demand (`cpu`) needs, its memory already on the nodes
+                           * that hold it */
         NP_CONTEXT_CROWDED_MEMORY, /* its memory held on `on`, which is now crowded: `crowded` */
 } NpReasonContext;
 

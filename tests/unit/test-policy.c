@@ -835,6 +835,37 @@ static void test_unit_apart(void) {
         }
 }
 
+/* The same for the threads of one process: two busy threads on nodes 0
+ * and 1 of two CPUs each, its memory on node 0, which holds its demand:
+ * placed there, with the kernel's balancing on or off. Threads that keep
+ * their own memory on their own nodes (numa02) stay. */
+static void test_threads_apart(void) {
+        for (int balancing = 0; balancing <= 1; balancing++) {
+                Machine m;
+                machine_init(&m, 4, 2, 2 * GiB);
+                m.params.kernel_balancing = balancing;
+                NpPolicyProcess *a = process(&m, 100, 1.2, "0-1", (unsigned[]){ 336, 0, 0, 0 });
+                a->balanced = balancing ? a->mem : 0;
+                a->locality_before = 1.0;
+                g_autoptr(GPtrArray) d = decide(&m);
+                assert_move(d, 0, "0");
+                g_assert_cmpint(why(d, 0)->context, ==, NP_CONTEXT_APART);
+                g_assert_cmpstr(why_of(dec(d, 0)), ==,
+                                "its threads run on nodes 0-1, but fewer hold its demand (1.20 CPUs) and its "
+                                "memory: place on 0 (0 MiB to move)");
+                machine_clear(&m);
+
+                machine_init(&m, 4, 2, 2 * GiB);
+                m.params.kernel_balancing = balancing;
+                a = process(&m, 100, 1.2, "0-1", (unsigned[]){ 168, 168, 0, 0 });
+                a->balanced = balancing ? a->mem : 0;
+                a->locality_before = 1.0;
+                g_autoptr(GPtrArray) e = decide(&m);
+                assert_keep(e, 0, NP_REASON_LOCAL);
+                machine_clear(&m);
+        }
+}
+
 /* Beside the kernel's balancing, a group whose members' memory the kernel
  * can move (default policy) is a group the kernel can move: the members'
  * movable bytes add up like their pages (once only the first member's
@@ -2141,6 +2172,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/unit-as-one", test_unit_as_one);
         g_test_add_func("/policy/unit-summed-demand", test_unit_summed_demand);
         g_test_add_func("/policy/unit-apart", test_unit_apart);
+        g_test_add_func("/policy/threads-apart", test_threads_apart);
         g_test_add_func("/policy/unit-holds", test_unit_holds);
         g_test_add_func("/policy/unit-balanced-summed", test_unit_balanced_summed);
         g_test_add_func("/policy/unit-member-joins", test_unit_member_joins);

@@ -38,6 +38,15 @@ two CPUs per node), numaplaced at its defaults but for MinProcessCPU=0.08
               moved at most the minimum (the pages outside node 0) plus
               1 MB. Before that rule the pair stayed apart.
 
+  numa01-threads  the same rule for the threads of one process (numa01's
+              THREAD_ALLOC variant; no group): one process, two busy
+              threads (0.6 CPUs each) on 320 MB first touched on node 0
+              (np-workload --threads 2 --bind 0 --reset-policy), the test
+              puts one thread on node 0 and the other on node 2 as above:
+              placed on node 0 alone, its Placing line saying "its threads
+              run on nodes 0,2, but fewer hold its demand", pages moved at
+              most the minimum plus 1 MB. Before that rule it stayed apart.
+
 Run one: python3 tests/vm/test_group.py shared-v1
 """
 import os
@@ -137,20 +146,57 @@ grep -E "Placing|Placed|Leaving" /tmp/numaplaced.log | while IFS= read -r l; do 
 np_stop_numaplaced
 """
 
+# numa01's THREAD_ALLOC variant: one process, its two busy threads put on
+# node 0 (CPU 0) and node 2 (CPU 4), then free again
+NUMA01_THREADS = r"""
+P=org.numaplaced1.Process
+pprop() { busctl get-property org.numaplaced1 /org/numaplaced1/process/$1 $P "$2" 2>/dev/null | cut -d' ' -f2- | tr -d '"'; }
+np_start_dbus || exit 1
+np_start_numaplaced /etc/np.conf || exit 1
+taskset -p -c 6-7 $$ > /dev/null || exit 1
+m0=$(np_vmstat pgmigrate_success)
+a=$(np_start_workload /tmp/a --mb 320 --threads 2 --bind 0 --reset-policy --no-thp --sweep --duty 60 --no-pin) || exit 1
+set -- $(ls /proc/$a/task | grep -vx $a | sort -n)
+np_result threads $a "$@"
+[ $# -eq 2 ] || exit 1
+# (it started on this shell's CPUs: every CPU for all its threads first)
+taskset -a -p -c 0-7 $a > /dev/null || exit 1
+taskset -p -c 0 $1 > /dev/null && taskset -p -c 4 $2 > /dev/null || exit 1
+sleep 1
+taskset -p -c 0-7 $1 > /dev/null && taskset -p -c 0-7 $2 > /dev/null || exit 1
+np_result own.before $(np_numa_kb $a '^[0-9a-f]+ [^ ]+ (heap |stack )?anon=')
+np_wait_for 120 grep -q "Placed $a " /tmp/numaplaced.log
+sleep 2
+np_result proc $a "$(pprop $a State)" "$(pprop $a TargetNodes | tr ' ' ,)"
+np_result decision $a "$(pprop $a Decision)"
+np_result own.after $(np_numa_kb $a '^[0-9a-f]+ [^ ]+ (heap |stack )?anon=')
+np_result pgmigrate $(( $(np_vmstat pgmigrate_success) - m0 ))
+grep -E "Placing|Placed|Leaving" /tmp/numaplaced.log | while IFS= read -r l; do np_result log "$l"; done
+np_stop_numaplaced
+"""
+
 
 def kb_of(words):
     return {int(k): int(v) for k, v in (x.split("=") for x in words)}
 
 
-def numa01():
-    vm = npvm.VM("group-numa01", TOPO, cgroup="v1")
+def run_at_defaults(name, script):
+    """Boot NAME (cgroup v1, numaplaced at its defaults), run script: the
+    Checker and the results, or None for the results when it did not
+    complete."""
+    vm = npvm.VM(name, TOPO, cgroup="v1")
     vm.add_workload()
     vm.add_dbus()
     vm.add_daemon()
     vm.add_file("etc/np.conf", "[Daemon]\nMode=enforce\n")
-    res = vm.run(NUMA01, timeout=600)
+    res = vm.run(script, timeout=600)
     t = npvm.Checker(res)
-    if not t.require_completed():
+    return t, (res if t.require_completed() else None)
+
+
+def numa01():
+    t, res = run_at_defaults("group-numa01", NUMA01)
+    if res is None:
         return t.finish()
     pair = (res.get("pair") or "").split()
     t.eq(len(pair), 2, f"a process and its child ({pair})")
@@ -175,6 +221,30 @@ def numa01():
     minimum = sum(v for n, v in kb_of((res.get("shared.before") or "").split()).items() if n != 0)
     for line in res.all("own.before"):
         minimum += sum(v for n, v in kb_of(line.split()[1:]).items() if n != 0)
+    moved = (res.int("pgmigrate") or 0) * 4
+    t.check(moved <= minimum + 1024, f"pages moved {moved} kB, at most the minimum {minimum} kB plus 1 MB")
+    for line in res.all("log"):
+        print(f"  ..   {line}")
+    return t.finish()
+
+
+def numa01_threads():
+    t, res = run_at_defaults("group-numa01-threads", NUMA01_THREADS)
+    if res is None:
+        return t.finish()
+    threads = (res.get("threads") or "").split()
+    t.eq(len(threads), 3, f"a process and its two workers ({threads})")
+    f = (res.get("proc") or "").split()
+    state = (f[1], [int(x) for x in f[2].split(",")[1:]]) if len(f) >= 3 else ("?", [])
+    t.eq(state, ("placed", [0]), f"the process is placed on node 0 ({res.get('decision')!r})")
+    placing = [x for x in res.all("log") if "Placing" in x]
+    t.check(len(placing) == 1 and re.search(r"its threads run on nodes [0-9,-]+, but fewer hold its demand",
+                                            placing[0]) is not None,
+            f"placed because its threads ran apart ({placing})")
+    after = kb_of((res.get("own.after") or "").split())
+    total = sum(after.values())
+    t.check(total >= 320 * 1024 * 0.99 and after.get(0, 0) >= 0.95 * total, f"its memory on node 0 ({after})")
+    minimum = sum(v for n, v in kb_of((res.get("own.before") or "").split()).items() if n != 0)
     moved = (res.int("pgmigrate") or 0) * 4
     t.check(moved <= minimum + 1024, f"pages moved {moved} kB, at most the minimum {minimum} kB plus 1 MB")
     for line in res.all("log"):
@@ -244,9 +314,11 @@ def main(cg):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1] not in ("shared-v1", "shared-v2", "numa01"):
-        sys.exit("usage: test_group.py shared-v1|shared-v2|numa01")
+    if len(sys.argv) != 2 or sys.argv[1] not in ("shared-v1", "shared-v2", "numa01", "numa01-threads"):
+        sys.exit("usage: test_group.py shared-v1|shared-v2|numa01|numa01-threads")
     if sys.argv[1] == "numa01":
         npvm.run_test("group-numa01", numa01)
+    elif sys.argv[1] == "numa01-threads":
+        npvm.run_test("group-numa01-threads", numa01_threads)
     else:
         npvm.run_test(f"group-{sys.argv[1]}", lambda: main(sys.argv[1].split("-")[1]))
