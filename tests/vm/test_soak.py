@@ -39,10 +39,11 @@ import npvm  # noqa: E402
 TOPO = npvm.Topology(4, mem_mb=384, cpus=1)
 # The daemon's RSS once everything is gone is steady (five readings a
 # second apart were equal), but where it settles differs from boot to boot:
-# after the warm-up 5692 to 6192 kB in six runs, after the soak 5996 to
+# after the warm-up 5692 to 6192 kB in five runs, after the soak 5996 to
 # 6220 kB, and 250 scans of churn grew it by 32 kB. So the baseline can be
-# below the working size the soak reaches (a malloc arena or a heap top the
-# warm-up did not need yet); 512 kB failed once on such a baseline (+528).
+# below the working size the soak reaches (what the warm-up did not need
+# yet was not found: a malloc arena or a heap top, perhaps); 512 kB failed
+# once on such a baseline (+528).
 # A leak of 10 kB a scan still fails here; longer runs: tests/bench/bench-soak.py.
 RSS_SLACK_KB = 768
 
