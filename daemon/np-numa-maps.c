@@ -170,7 +170,7 @@ static int numa_maps_line(const char *p, const char *eol, GArray *line_pages, GA
                 m->huge_bytes += line_bytes;
         if (interleave)
                 m->interleaved_bytes += line_bytes;
-        if (default_policy && !huge)
+        if (default_policy && !huge && !shm)
                 m->balanced_bytes += line_bytes;
         if (shm && line_bytes)
                 add_shm(m, start, page_kb * 1024, mapmax, line_pages, line_bytes);

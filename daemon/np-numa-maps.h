@@ -44,7 +44,7 @@ typedef struct {
         uint64_t huge_bytes; /* part of total in huge pages */
         uint64_t interleaved_bytes; /* part of total in VMAs with an interleave policy */
         uint64_t balanced_bytes; /* part of total the kernel's NUMA balancing can move: the
-                                  * default policy, not in huge pages */
+                                  * default policy, not in huge pages, not shmem */
         GArray *shm; /* NpNumaMapsShm in file order, lines with pages only; NULL when none */
 } NpNumaMaps;
 
@@ -53,7 +53,10 @@ typedef struct {
  * marked "huge" (hugetlb: MAP_HUGETLB, a file on hugetlbfs, a memfd with
  * MFD_HUGETLB), and huge_per_node the same by node and page size; interleaved_bytes lines whose policy starts with
  * "interleave" or "weighted interleave"; balanced_bytes lines with the
- * "default" policy that are not "huge"; shm the lines of shmem objects
+ * "default" policy that are neither "huge" nor of a shmem object (the
+ * kernel's NUMA balancing does not scan a shmem mapping without a policy
+ * of its own: vma_policy_mof() in mm/mempolicy.c, task_numa_work() in
+ * kernel/sched/fair.c); shm the lines of shmem objects
  * (NpNumaMapsShm; file= as numa_maps escapes it, a space as \040). Lines without pages are fine, an
  * empty buffer gives an empty result. 0 and *out overwritten, or -EINVAL
  * (out untouched) for a malformed line. Free with np_numa_maps_clear()

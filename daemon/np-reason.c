@@ -75,8 +75,8 @@ static void add_kernel(GString *o, const NpReason *r) {
                 break;
         case NP_KERNEL_CANNOT_MOVE:
                 g_string_append(o,
-                                "the kernel's NUMA balancing cannot move most of its memory (a memory policy or "
-                                "huge pages); ");
+                                "the kernel's NUMA balancing cannot move most of its memory (a memory policy, "
+                                "huge pages or shared memory); ");
                 break;
         case NP_KERNEL_BEGAN:
                 g_string_append_printf(o,

@@ -34,7 +34,7 @@ typedef enum {
         NP_KERNEL_NONE, /* off, or nothing to say */
         /* leading a placement's context (NP_CONTEXT_SHARE) */
         NP_KERNEL_INTERLEAVED, /* it does not move interleaved memory */
-        NP_KERNEL_CANNOT_MOVE, /* it cannot move most of its memory */
+        NP_KERNEL_CANNOT_MOVE, /* it cannot move most of its memory (a policy, huge pages, shmem) */
         NP_KERNEL_BEGAN, /* it has begun moving it (kernel_moved bytes): decided at first sight */
         NP_KERNEL_MOVING, /* it is moving the memory to the threads: kernel_before */
         NP_KERNEL_NOT_LOCAL, /* it has not made it local */

@@ -548,15 +548,18 @@ static void test_numa_maps_parse(void) {
                           "7f500000 prefer (many):0-1 anon=1 N1=1 kernelpagesize_kB=4\n"
                           "7f600000 weighted interleave:0-1 anon=2 N0=1 N1=1 kernelpagesize_kB=4\n"
                           "7f700000 default anon=1 N130=1 kernelpagesize_kB=65536\n"
-                          "7f800000 default anon=5 N1=2 N1=3\n"; /* repeated node adds up */
+                          "7f800000 default anon=5 N1=2 N1=3\n" /* repeated node adds up */
+                          "7f900000 default file=/dev/zero\\040(deleted) dirty=6 N2=6 kernelpagesize_kB=4\n";
         g_assert_cmpint(np_parse_numa_maps(buf, &m), ==, 0);
         g_assert_cmpuint(np_numa_maps_node_bytes(&m, 0), ==, 1024 * 4 * KIB + 2 * 2 * MIB + 4 * KIB);
+        g_assert_cmpuint(np_numa_maps_node_bytes(&m, 2), ==, 1024 * 4 * KIB + 6 * 4 * KIB);
         g_assert_cmpuint(np_numa_maps_node_bytes(&m, 1), ==,
                          1024 * 4 * KIB + 3 * 4 * KIB + 4 * KIB + 4 * KIB + 5 * 4 * KIB);
         g_assert_cmpuint(np_numa_maps_node_bytes(&m, 130), ==, 64 * MIB);
         g_assert_cmpuint(m.huge_bytes, ==, 4 * MIB);
         g_assert_cmpuint(m.interleaved_bytes, ==, 4096 * 4 * KIB + 2 * 4 * KIB);
-        /* the kernel's balancing: default policy, not huge (64 MiB on N130, 5 pages on N1) */
+        /* the kernel's balancing: default policy, not huge, not shmem (64 MiB on N130, 5
+         * pages on N1; not the 6 pages of shared anonymous memory) */
         g_assert_cmpuint(m.balanced_bytes, ==, 64 * MIB + 5 * 4 * KIB);
         uint64_t sum = 0;
         unsigned prev = 0;
