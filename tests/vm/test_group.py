@@ -194,6 +194,14 @@ def run_at_defaults(name, script):
     return t, (res if t.require_completed() else None)
 
 
+def placed_apart(t, res, n, what):
+    """Checked: n Placing lines in the log, each for the rule that its
+    `what` (threads, processes) ran on more nodes than its demand needs."""
+    placing = [x for x in res.all("log") if "Placing" in x]
+    t.check(len(placing) == n and all(re.search(rf"its {what} run on nodes [0-9,-]+, but fewer hold its demand", x)
+                                      for x in placing), f"placed because its {what} ran apart ({placing})")
+
+
 def numa01():
     t, res = run_at_defaults("group-numa01", NUMA01)
     if res is None:
@@ -211,9 +219,7 @@ def numa01():
         t.eq((st, nodes), ("placed", [0]), f"process {p} is placed on node 0")
         d = decisions.get(p, "")
         t.check(d.startswith("with the 2 processes of its group shm:"), f"process {p}: one group of two ({d!r})")
-    placing = [x for x in res.all("log") if "Placing" in x]
-    t.check(len(placing) == 2 and all(re.search(r"its processes run on nodes [0-9,-]+, but fewer hold its demand", x)
-                                      for x in placing), f"placed because its processes ran apart ({placing})")
+    placed_apart(t, res, 2, "processes")
     after = kb_of((res.get("shared.after") or "").split())
     total = sum(after.values())
     t.check(total >= 320 * 1024 * 0.99 and after.get(0, 0) >= 0.95 * total,
@@ -237,10 +243,7 @@ def numa01_threads():
     f = (res.get("proc") or "").split()
     state = (f[1], [int(x) for x in f[2].split(",")[1:]]) if len(f) >= 3 else ("?", [])
     t.eq(state, ("placed", [0]), f"the process is placed on node 0 ({res.get('decision')!r})")
-    placing = [x for x in res.all("log") if "Placing" in x]
-    t.check(len(placing) == 1 and re.search(r"its threads run on nodes [0-9,-]+, but fewer hold its demand",
-                                            placing[0]) is not None,
-            f"placed because its threads ran apart ({placing})")
+    placed_apart(t, res, 1, "threads")
     after = kb_of((res.get("own.after") or "").split())
     total = sum(after.values())
     t.check(total >= 320 * 1024 * 0.99 and after.get(0, 0) >= 0.95 * total, f"its memory on node 0 ({after})")
