@@ -386,13 +386,20 @@ static NpDecision *keep_memory(NpLedger *l, const NpPolicyProcess *p) {
         return place_memory(l, p, set, &r);
 }
 
+/* Why the kernel's balancing (on) cannot move most of p's memory
+ * (NP_KERNEL_INTERLEAVED or NP_KERNEL_CANNOT_MOVE); NP_KERNEL_NONE when it
+ * can, or is off. */
+static NpReasonKernel kernel_cannot(const NpLedger *l, const NpPolicyProcess *p) {
+        if (!l->params->kernel_balancing || kernel_moves(l, p))
+                return NP_KERNEL_NONE;
+        return p->interleaved * 2 >= p->mem ? NP_KERNEL_INTERLEAVED : NP_KERNEL_CANNOT_MOVE;
+}
+
 /* What the kernel's balancing does about p, which the policy is about to
  * place (the start of its Decision), into r. */
 static void kernel_context(const NpLedger *l, const NpPolicyProcess *p, NpReason *r) {
-        if (!l->params->kernel_balancing)
-                r->kernel = NP_KERNEL_NONE;
-        else if (!kernel_moves(l, p))
-                r->kernel = p->interleaved * 2 >= p->mem ? NP_KERNEL_INTERLEAVED : NP_KERNEL_CANNOT_MOVE;
+        if (!kernel_moves(l, p))
+                r->kernel = kernel_cannot(l, p);
         else if (kernel_began(l, p)) {
                 r->kernel = NP_KERNEL_BEGAN;
                 r->kernel_moved = p->kernel_migrated;
@@ -539,6 +546,10 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                 if (!spread) {
                         r.context = NP_CONTEXT_SHARE;
                         kernel_context(&l, p, &r);
+                } else {
+                        /* run apart or scattered: the kernel's part is
+                         * said when it cannot move the memory */
+                        r.kernel = kernel_cannot(&l, p);
                 }
                 bool local = loc * 100.0 >= (double) params->memory_locality_target && p->running && !spread;
                 out[i] = place_or_nofit(&l, p, NULL, local ? p->running : NULL, &r);

@@ -128,10 +128,12 @@ static void add_context(GString *o, const NpReason *r) {
                 g_string_append_c(o, ')');
                 break;
         case NP_CONTEXT_SCATTERED:
+                add_kernel(o, r);
                 g_string_append_printf(o, "it runs on every node (%s), but one holds its demand (%.2f CPUs)", on,
                                        r->cpu);
                 break;
         case NP_CONTEXT_APART:
+                add_kernel(o, r);
                 g_string_append_printf(o,
                                        "its %s run on nodes %s, but fewer hold its demand (%.2f CPUs) and "
                                        "its memory",

@@ -32,7 +32,8 @@ typedef struct {
 /* What the kernel's NUMA balancing does about it. */
 typedef enum {
         NP_KERNEL_NONE, /* off, or nothing to say */
-        /* leading a placement's context (NP_CONTEXT_SHARE) */
+        /* leading a placement's context (NP_CONTEXT_SHARE; the first two
+         * also NP_CONTEXT_APART and NP_CONTEXT_SCATTERED) */
         NP_KERNEL_INTERLEAVED, /* it does not move interleaved memory */
         NP_KERNEL_CANNOT_MOVE, /* it cannot move most of its memory (a policy, huge pages, shmem) */
         NP_KERNEL_BEGAN, /* it has begun moving it (kernel_moved bytes): decided at first sight */

@@ -38,6 +38,14 @@ two CPUs per node), numaplaced at its defaults but for MinProcessCPU=0.08
               moved at most the minimum (the pages outside node 0) plus
               1 MB. Before that rule the pair stayed apart.
 
+  numa01-nb   the same, booted with numa_balancing=enable: the kernel's
+              balancing does not scan shared anonymous memory without a
+              policy of its own, so it never moves the pair's, and
+              numaplaced takes the pair: the same checks (the pages moved
+              by the kernel and the daemon together), and both Decisions
+              say "the kernel's NUMA balancing cannot move most of its
+              memory (...); its processes run on nodes".
+
   numa01-threads  the same rule for the threads of one process (numa01's
               THREAD_ALLOC variant; no group): one process, two busy
               threads (0.6 CPUs each) on 320 MB first touched on node 0
@@ -122,7 +130,7 @@ np_start_numaplaced /etc/np.conf || exit 1
 # this shell and what it starts (busctl, the checks) on node 3's CPUs: no
 # load of the test's on node 0 for the scheduler to balance away from
 taskset -p -c 6-7 $$ > /dev/null || exit 1
-m0=$(np_vmstat pgmigrate_success)
+m0=$(np_vmstat pgmigrate_success) u0=$(np_vmstat numa_pte_updates)
 a=$(np_start_workload /tmp/a --mb 16 --share-mb 320 --share-busy --bind 0 --reset-policy --no-thp --sweep \
     --duty 60 --no-pin) || exit 1
 b=$(sed -n 's/^CHILD pid=//p' /tmp/a.out)
@@ -142,6 +150,8 @@ for p in $a $b; do
 done
 np_result shared.after $(np_numa_kb $a 'zero')
 np_result pgmigrate $(( $(np_vmstat pgmigrate_success) - m0 ))
+np_result pte $(( $(np_vmstat numa_pte_updates) - u0 ))
+np_result nb $(cat /proc/sys/kernel/numa_balancing)
 grep -E "Placing|Placed|Leaving" /tmp/numaplaced.log | while IFS= read -r l; do np_result log "$l"; done
 np_stop_numaplaced
 """
@@ -180,11 +190,11 @@ def kb_of(words):
     return {int(k): int(v) for k, v in (x.split("=") for x in words)}
 
 
-def run_at_defaults(name, script):
-    """Boot NAME (cgroup v1, numaplaced at its defaults), run script: the
-    Checker and the results, or None for the results when it did not
-    complete."""
-    vm = npvm.VM(name, TOPO, cgroup="v1")
+def run_at_defaults(name, script, cmdline=None):
+    """Boot NAME (cgroup v1, numaplaced at its defaults, cmdline added to
+    the kernel's), run script: the Checker and the results, or None for the
+    results when it did not complete."""
+    vm = npvm.VM(name, TOPO, cgroup="v1", cmdline=cmdline)
     vm.add_workload()
     vm.add_dbus()
     vm.add_daemon()
@@ -202,10 +212,12 @@ def placed_apart(t, res, n, what):
                                       for x in placing), f"placed because its {what} ran apart ({placing})")
 
 
-def numa01():
-    t, res = run_at_defaults("group-numa01", NUMA01)
+def numa01(balancing=False):
+    name = "group-numa01-nb" if balancing else "group-numa01"
+    t, res = run_at_defaults(name, NUMA01, ["numa_balancing=enable"] if balancing else None)
     if res is None:
         return t.finish()
+    t.eq(res.get("nb"), "1" if balancing else "0", f"the kernel's NUMA balancing is {'on' if balancing else 'off'}")
     pair = (res.get("pair") or "").split()
     t.eq(len(pair), 2, f"a process and its child ({pair})")
     procs = {}
@@ -219,6 +231,12 @@ def numa01():
         t.eq((st, nodes), ("placed", [0]), f"process {p} is placed on node 0")
         d = decisions.get(p, "")
         t.check(d.startswith("with the 2 processes of its group shm:"), f"process {p}: one group of two ({d!r})")
+        # beside the kernel's balancing: it never scans shmem, the Decision
+        # says numaplaced takes the pair for that
+        cannot = "the kernel's NUMA balancing cannot move most of its memory (a memory policy, huge pages or " \
+            "shared memory); its processes run on nodes"
+        if balancing:  # (busctl escapes the apostrophes)
+            t.check(cannot in d.replace("\\'", "'"), f"process {p}: the kernel cannot move its shared memory ({d!r})")
     placed_apart(t, res, 2, "processes")
     after = kb_of((res.get("shared.after") or "").split())
     total = sum(after.values())
@@ -229,6 +247,7 @@ def numa01():
         minimum += sum(v for n, v in kb_of(line.split()[1:]).items() if n != 0)
     moved = (res.int("pgmigrate") or 0) * 4
     t.check(moved <= minimum + 1024, f"pages moved {moved} kB, at most the minimum {minimum} kB plus 1 MB")
+    print(f"  ..   numa_pte_updates {res.get('pte')}, pages moved {moved} kB (minimum {minimum} kB)")
     for line in res.all("log"):
         print(f"  ..   {line}")
     return t.finish()
@@ -317,10 +336,12 @@ def main(cg):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1] not in ("shared-v1", "shared-v2", "numa01", "numa01-threads"):
-        sys.exit("usage: test_group.py shared-v1|shared-v2|numa01|numa01-threads")
+    if len(sys.argv) != 2 or sys.argv[1] not in ("shared-v1", "shared-v2", "numa01", "numa01-nb", "numa01-threads"):
+        sys.exit("usage: test_group.py shared-v1|shared-v2|numa01|numa01-nb|numa01-threads")
     if sys.argv[1] == "numa01":
         npvm.run_test("group-numa01", numa01)
+    elif sys.argv[1] == "numa01-nb":
+        npvm.run_test("group-numa01-nb", lambda: numa01(balancing=True))
     elif sys.argv[1] == "numa01-threads":
         npvm.run_test("group-numa01-threads", numa01_threads)
     else:
