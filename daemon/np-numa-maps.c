@@ -119,7 +119,7 @@ static int numa_maps_line(const char *p, const char *eol, GArray *line_pages, GA
         bool default_policy = eol - q >= 7 && memcmp(q, "default", 7) == 0 && (eol - q == 7 || np_lex_blank(q[7]));
 
         uint64_t page_kb = 4, mapmax = 0;
-        bool huge = false, shm = false;
+        bool huge = false, shm = false, file = false;
         g_array_set_size(line_pages, 0);
 
         while (q < eol) {
@@ -133,6 +133,7 @@ static int numa_maps_line(const char *p, const char *eol, GArray *line_pages, GA
                 if (e - b == 4 && memcmp(b, "huge", 4) == 0) {
                         huge = true;
                 } else if (e - b > 5 && memcmp(b, "file=", 5) == 0) {
+                        file = true;
                         shm = is_shm_path(b + 5, e);
                 } else if (e - b > 7 && memcmp(b, "mapmax=", 7) == 0) {
                         if (np_lex_token_u64(b + 7, e, &mapmax) < 0)
@@ -170,8 +171,15 @@ static int numa_maps_line(const char *p, const char *eol, GArray *line_pages, GA
                 m->huge_bytes += line_bytes;
         if (interleave)
                 m->interleaved_bytes += line_bytes;
-        if (default_policy && !huge && !shm)
+        if (default_policy && !huge && !shm) {
                 m->balanced_bytes += line_bytes;
+                if (file && line_bytes) {
+                        if (!m->files)
+                                m->files = g_array_new(FALSE, FALSE, sizeof(NpNumaMapsFile));
+                        NpNumaMapsFile f = { .start = start, .bytes = line_bytes };
+                        g_array_append_val(m->files, f);
+                }
+        }
         if (shm && line_bytes)
                 add_shm(m, start, page_kb * 1024, mapmax, line_pages, line_bytes);
         return 0;
@@ -219,6 +227,8 @@ void np_numa_maps_clear(NpNumaMaps *m) {
                 g_array_unref(m->huge_per_node);
         if (m->shm)
                 g_array_unref(m->shm);
+        if (m->files)
+                g_array_unref(m->files);
         memset(m, 0, sizeof(*m));
 }
 
@@ -232,6 +242,7 @@ void np_numa_maps_copy(const NpNumaMaps *src, NpNumaMaps *dst) {
                 dst->huge_per_node = g_array_sized_new(FALSE, FALSE, sizeof(NpHugeBytes), src->huge_per_node->len);
                 g_array_append_vals(dst->huge_per_node, src->huge_per_node->data, src->huge_per_node->len);
         }
+        dst->files = src->files ? g_array_copy(src->files) : NULL;
         dst->shm = NULL;
         for (guint i = 0; src->shm && i < src->shm->len; i++) {
                 NpNumaMapsShm c = g_array_index(src->shm, NpNumaMapsShm, i);

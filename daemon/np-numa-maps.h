@@ -36,6 +36,15 @@ typedef struct {
         GArray *per_node; /* NpNodeBytes sorted by node, 0 omitted */
 } NpNumaMapsShm;
 
+/* One numa_maps line of a file mapping counted in balanced_bytes (file= not
+ * a shmem object, the default policy, not huge, with pages). The kernel's
+ * balancing scans it only when the mapping may be written; its permissions
+ * only /proc/PID/maps tells (np-shmaps.h). */
+typedef struct {
+        uint64_t start; /* the mapping's start address */
+        uint64_t bytes; /* its pages resident in this mapping */
+} NpNumaMapsFile;
+
 typedef struct {
         GArray *per_node; /* NpNodeBytes sorted by node, nodes with 0 omitted */
         GArray *huge_per_node; /* NpHugeBytes, the hugetlb part of per_node, sorted by page
@@ -46,6 +55,7 @@ typedef struct {
         uint64_t balanced_bytes; /* part of total the kernel's NUMA balancing can move: the
                                   * default policy, not in huge pages, not shmem */
         GArray *shm; /* NpNumaMapsShm in file order, lines with pages only; NULL when none */
+        GArray *files; /* NpNumaMapsFile in file order; NULL when none */
 } NpNumaMaps;
 
 /* Parse /proc/<pid>/numa_maps: N<node>=<pages> counts times kernelpagesize_kB
@@ -56,7 +66,8 @@ typedef struct {
  * "default" policy that are neither "huge" nor of a shmem object (the
  * kernel's NUMA balancing does not scan a shmem mapping without a policy
  * of its own: vma_policy_mof() in mm/mempolicy.c, task_numa_work() in
- * kernel/sched/fair.c); shm the lines of shmem objects
+ * kernel/sched/fair.c; nor one of a file that may not be written, which
+ * only /proc/PID/maps tells: files lists those lines); shm the lines of shmem objects
  * (NpNumaMapsShm; file= as numa_maps escapes it, a space as \040). Lines without pages are fine, an
  * empty buffer gives an empty result. 0 and *out overwritten, or -EINVAL
  * (out untouched) for a malformed line. Free with np_numa_maps_clear()

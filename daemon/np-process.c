@@ -82,6 +82,8 @@ void np_process_free(NpProcess *p) {
         np_numa_maps_clear(&p->maps);
         if (p->shmaps)
                 g_array_unref(p->shmaps);
+        if (p->file_maps)
+                g_array_unref(p->file_maps);
         if (p->group_objects)
                 g_array_unref(p->group_objects);
         g_free(p->group);
@@ -472,31 +474,68 @@ const NpShmap *np_process_shmap_of(const NpProcess *p, const NpNumaMapsShm *s) {
         return NULL;
 }
 
+/* Its file mapping that starts at start, from the last maps read; NULL
+ * when not known. */
+static const NpFileMap *file_map_at(const NpProcess *p, uint64_t start) {
+        guint lo = 0, hi = p->file_maps ? p->file_maps->len : 0;
+        while (lo < hi) {
+                guint mid = lo + (hi - lo) / 2;
+                const NpFileMap *f = &g_array_index(p->file_maps, NpFileMap, mid);
+                if (f->start == start)
+                        return f;
+                if (f->start < start)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
 /* After a numa_maps read: maps again when a big shmem line is not known
- * (a new mapping, or one at another address); the objects of the lines it
- * knows do not change while the mapping stays. */
-static void refresh_shmaps(NpProcess *p) {
+ * (a new mapping, or one at another address; the objects of the lines it
+ * knows do not change while the mapping stays), or a big file line (whether
+ * it may be written); then the file lines that may not be written leave
+ * maps.balanced_bytes: the kernel's balancing does not scan them. */
+static void refresh_maps(NpProcess *p) {
         bool want = false;
         for (guint i = 0; p->maps.shm && i < p->maps.shm->len && !want; i++) {
                 const NpNumaMapsShm *s = &g_array_index(p->maps.shm, NpNumaMapsShm, i);
                 want = s->bytes >= NP_SHM_MAPS_MIN_BYTES && !np_process_shmap_of(p, s);
         }
-        if (!want) {
+        for (guint i = 0; p->maps.files && i < p->maps.files->len && !want; i++) {
+                const NpNumaMapsFile *f = &g_array_index(p->maps.files, NpNumaMapsFile, i);
+                want = f->bytes >= NP_SHM_MAPS_MIN_BYTES && !file_map_at(p, f->start);
+        }
+        if (want) {
+                g_autoptr(GError) e = NULL;
+                GArray *got = NULL, *files = NULL;
+                int r = np_read_shmaps(p->pid, &got, &files, &e);
+                if (r < 0) {
+                        log_debug("Cannot read /proc/%d/maps (%s): %s; its shared memory groups nothing, and its "
+                                  "files count as the kernel's to move",
+                                  p->pid, p->comm, e ? e->message : g_strerror(-r));
+                } else {
+                        if (p->shmaps)
+                                g_array_unref(p->shmaps);
+                        if (p->file_maps)
+                                g_array_unref(p->file_maps);
+                        p->shmaps = got;
+                        p->file_maps = files;
+                }
+        } else {
                 if (!p->maps.shm && p->shmaps)
                         g_clear_pointer(&p->shmaps, g_array_unref);
-                return;
+                if (!p->maps.files && p->file_maps)
+                        g_clear_pointer(&p->file_maps, g_array_unref);
         }
-        g_autoptr(GError) e = NULL;
-        GArray *got = NULL;
-        int r = np_read_shmaps(p->pid, &got, &e);
-        if (r < 0) {
-                log_debug("Cannot read /proc/%d/maps (%s): %s; its shared memory groups nothing", p->pid, p->comm,
-                          e ? e->message : g_strerror(-r));
-                return;
+        uint64_t readonly = 0;
+        for (guint i = 0; p->maps.files && i < p->maps.files->len; i++) {
+                const NpNumaMapsFile *f = &g_array_index(p->maps.files, NpNumaMapsFile, i);
+                const NpFileMap *m = file_map_at(p, f->start);
+                if (m && m->readonly)
+                        readonly += f->bytes;
         }
-        if (p->shmaps)
-                g_array_unref(p->shmaps);
-        p->shmaps = got;
+        p->maps.balanced_bytes -= MIN(readonly, p->maps.balanced_bytes);
 }
 
 void np_process_take_maps(NpProcess *p, NpNumaMaps *maps) {
@@ -509,7 +548,7 @@ void np_process_take_maps(NpProcess *p, NpNumaMaps *maps) {
         p->maps = *maps;
         *maps = (NpNumaMaps){ 0 };
         p->maps_error = 0;
-        refresh_shmaps(p);
+        refresh_maps(p);
         if (np_process_memory_bytes(p) != mem_before)
                 mark(p, NP_PROCESS_MEMORY_BYTES);
         np_maps_age_read(&p->maps_age, np_process_scan_memory(p), p->cpu_ticks, realtime_usec());
@@ -648,7 +687,7 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsi
                                 mark(p, NP_PROCESS_MEMORY_PER_NODE);
                         np_numa_maps_clear(&p->maps);
                         p->maps = maps;
-                        refresh_shmaps(p);
+                        refresh_maps(p);
                 }
                 if (np_process_memory_bytes(p) != mem_before)
                         mark(p, NP_PROCESS_MEMORY_BYTES);

@@ -133,6 +133,10 @@ typedef struct {
         GArray *shmaps; /* NpShmap (np-shmaps.h): its shmem mappings from /proc/PID/maps, which
                          * say what object each of maps.shm is; read when maps.shm has a line
                          * of NP_SHM_MAPS_MIN_BYTES or more it does not list; NULL = none */
+        GArray *file_maps; /* NpFileMap (np-shmaps.h): its file mappings by address, from the
+                            * same read (also made when maps.files has such a line it does not
+                            * list): those that may not be written leave maps.balanced_bytes;
+                            * NULL = none */
         int maps_error; /* 0, or why numa_maps could not be read (-EACCES...) */
         NpMapsAge maps_age; /* when numa_maps was read (LocalityTimestamp), np-maps-refresh.h */
         uint64_t maps_reads; /* numa_maps reads by np_process_refresh() */

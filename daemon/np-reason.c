@@ -76,7 +76,7 @@ static void add_kernel(GString *o, const NpReason *r) {
         case NP_KERNEL_CANNOT_MOVE:
                 g_string_append(o,
                                 "the kernel's NUMA balancing cannot move most of its memory (a memory policy, "
-                                "huge pages or shared memory); ");
+                                "huge pages, shared memory or files mapped read-only); ");
                 break;
         case NP_KERNEL_BEGAN:
                 g_string_append_printf(o,

@@ -91,8 +91,9 @@ G_GNUC_PRINTF(3, 4) static int bad_line(GError **error, unsigned lineno, const c
         return -EINVAL;
 }
 
-/* One line [p, eol): appends to out when it is a shmem mapping. */
-static int maps_line(const char *p, const char *eol, unsigned lineno, GArray *out, GError **error) {
+/* One line [p, eol): appends to out when it is a shmem mapping, else to
+ * files (when not NULL) when it maps a file. */
+static int maps_line(const char *p, const char *eol, unsigned lineno, GArray *out, GArray *files, GError **error) {
         NpShmap m = { 0 };
         uint64_t offset, major, minor;
 
@@ -104,7 +105,7 @@ static int maps_line(const char *p, const char *eol, unsigned lineno, GArray *ou
         if (eol - p < 5 || !strchr("r-", p[0]) || !strchr("w-", p[1]) || !strchr("x-", p[2]) || !strchr("sp", p[3]) ||
             p[4] != ' ')
                 return bad_line(error, lineno, "no permissions");
-        bool shared = p[3] == 's';
+        bool shared = p[3] == 's', readonly = p[0] == 'r' && p[1] == '-';
         p += 5;
         if (!lex_hex(&p, eol, &offset) || p == eol || *p++ != ' ')
                 return bad_line(error, lineno, "no offset");
@@ -115,11 +116,14 @@ static int maps_line(const char *p, const char *eol, unsigned lineno, GArray *ou
                 return bad_line(error, lineno, "no inode");
         while (p < eol && *p == ' ')
                 p++;
-        if (!shared || major != 0)
+        int kind = shared && major == 0 ? kind_of(p, (size_t) (eol - p)) : -1;
+        if (kind < 0) {
+                if (files && m.inode) {
+                        NpFileMap f = { .start = m.start, .end = m.end, .readonly = readonly };
+                        g_array_append_val(files, f);
+                }
                 return 0;
-        int kind = kind_of(p, (size_t) (eol - p));
-        if (kind < 0)
-                return 0;
+        }
         m.dev_major = (unsigned) major;
         m.dev_minor = (unsigned) minor;
         m.kind = (NpShmapKind) kind;
@@ -127,9 +131,12 @@ static int maps_line(const char *p, const char *eol, unsigned lineno, GArray *ou
         return 0;
 }
 
-int np_parse_shmaps(const char *buf, GArray *out, GError **error) {
+int np_parse_shmaps(const char *buf, GArray *out, GArray *files, GError **error) {
         g_return_val_if_fail(buf && out && g_array_get_element_size(out) == sizeof(NpShmap), -EINVAL);
+        g_return_val_if_fail(!files || g_array_get_element_size(files) == sizeof(NpFileMap), -EINVAL);
         g_array_set_size(out, 0);
+        if (files)
+                g_array_set_size(files, 0);
         unsigned lineno = 0;
         for (const char *line = buf; *line;) {
                 const char *eol = strchr(line, '\n');
@@ -137,9 +144,11 @@ int np_parse_shmaps(const char *buf, GArray *out, GError **error) {
                         eol = line + strlen(line);
                 lineno++;
                 if (eol > line) {
-                        int r = maps_line(line, eol, lineno, out, error);
+                        int r = maps_line(line, eol, lineno, out, files, error);
                         if (r < 0) {
                                 g_array_set_size(out, 0);
+                                if (files)
+                                        g_array_set_size(files, 0);
                                 return r;
                         }
                 }
@@ -156,7 +165,7 @@ static bool exiting(int pid) {
         return r == -ESRCH || (r == 0 && (st.state == 'Z' || st.state == 'X' || (st.flags & NP_PF_EXITING)));
 }
 
-int np_read_shmaps(int pid, GArray **out, GError **error) {
+int np_read_shmaps(int pid, GArray **out, GArray **files, GError **error) {
         if (pid <= 0) {
                 g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "invalid pid %d", pid);
                 return -EINVAL;
@@ -173,11 +182,14 @@ int np_read_shmaps(int pid, GArray **out, GError **error) {
                 return r;
         }
         g_autoptr(GArray) a = g_array_new(FALSE, FALSE, sizeof(NpShmap));
-        r = np_parse_shmaps(buf, a, error);
+        g_autoptr(GArray) f = files ? g_array_new(FALSE, FALSE, sizeof(NpFileMap)) : NULL;
+        r = np_parse_shmaps(buf, a, f, error);
         if (r < 0) {
                 g_prefix_error(error, "/proc/%d/maps: ", pid);
                 return r;
         }
         *out = g_steal_pointer(&a);
+        if (files)
+                *files = g_steal_pointer(&f);
         return 0;
 }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 /*
- * The shared-memory mappings of a process, from /proc/PID/maps: those that
- * can make processes one group because they map the same shmem object. A
- * pure parser and a thin reader.
+ * What /proc/PID/maps tells of a process's mappings and numa_maps does not:
+ * the shared-memory mappings that can make processes one group because they
+ * map the same shmem object, and whether a file mapping may be written (the
+ * kernel's NUMA balancing does not scan one that may not). A pure parser and
+ * a thin reader.
  *
  * A mapping is returned when it is shared ('s' in perms), lives on a device
  * with major 0 (the kernel's internal shmem mount, a tmpfs, hugetlbfs) and
@@ -23,6 +25,7 @@
  * stack, [vdso] and the like.
  */
 #include <glib.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef enum {
@@ -39,6 +42,15 @@ typedef struct {
         NpShmapKind kind;
 } NpShmap;
 
+/* A mapping of a file (inode not 0) that is not one of the shmem objects
+ * above. */
+typedef struct {
+        uint64_t start, end; /* virtual addresses, end exclusive */
+        bool readonly; /* readable, not writable ('r' and '-' in perms): the kernel's
+                        * NUMA balancing does not scan it (task_numa_work() in
+                        * kernel/sched/fair.c) */
+} NpFileMap;
+
 /* "sysv", "memfd", "devshm", "anon"; "?" for another value. */
 const char *np_shmap_kind_name(NpShmapKind kind);
 
@@ -46,18 +58,20 @@ const char *np_shmap_kind_name(NpShmapKind kind);
  * Parse a /proc/PID/maps buffer (NUL-terminated): each line is
  * `start-end perms offset major:minor inode [path]`, the path possibly
  * holding spaces and parentheses. Replaces the contents of `out` (GArray of
- * NpShmap) with the mappings named above, in file order. 0, or -EINVAL with
- * `error` naming the line (G_FILE_ERROR_INVAL; out emptied) when a line does
- * not have that form or start > end.
+ * NpShmap) with the mappings named above, and those of `files` (GArray of
+ * NpFileMap; NULL when not wanted) with the file mappings, both in file
+ * order. 0, or -EINVAL with `error` naming the line (G_FILE_ERROR_INVAL; out
+ * and files emptied) when a line does not have that form or start > end.
  */
-int np_parse_shmaps(const char *buf, GArray *out, GError **error);
+int np_parse_shmaps(const char *buf, GArray *out, GArray *files, GError **error);
 
 /*
  * Read /proc/<pid>/maps below the sysroot and parse it. 0 and a new GArray
- * of NpShmap in *out (caller unrefs), or a negative errno with `error` set:
+ * of NpShmap in *out and, when files is not NULL, of NpFileMap in *files
+ * (caller unrefs), or a negative errno with `error` set:
  * -ESRCH when the process is gone or exits while it is read (its stat then
  * shows it exiting, which a maps read cut short by the exit cannot), -EINVAL
  * for pid <= 0 or malformed contents, another errno from reading (-EACCES
  * for another user's process without the right to read it).
  */
-int np_read_shmaps(int pid, GArray **out, GError **error);
+int np_read_shmaps(int pid, GArray **out, GArray **files, GError **error);

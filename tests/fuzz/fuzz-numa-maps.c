@@ -32,6 +32,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 /* balanced lines are neither huge nor interleaved */
                 FUZZ_ASSERT(m.balanced_bytes + m.interleaved_bytes <= m.total_bytes);
                 FUZZ_ASSERT(m.balanced_bytes + m.huge_bytes <= m.total_bytes);
+                /* the file lines are balanced lines with pages */
+                uint64_t files = 0;
+                for (guint i = 0; m.files && i < m.files->len; i++) {
+                        FUZZ_ASSERT(g_array_index(m.files, NpNumaMapsFile, i).bytes > 0);
+                        files += g_array_index(m.files, NpNumaMapsFile, i).bytes;
+                }
+                FUZZ_ASSERT(files <= m.balanced_bytes);
+                FUZZ_ASSERT(!m.files || m.files->len > 0);
                 /* the hugetlb part by page size and node: sorted, within each node's bytes */
                 uint64_t huge = 0;
                 for (guint i = 0; m.huge_per_node && i < m.huge_per_node->len; i++) {

@@ -39,23 +39,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         g_autofree char *buf = NULL;
         g_autoptr(GError) error = NULL;
         g_autoptr(GArray) a = g_array_new(FALSE, FALSE, sizeof(NpShmap));
+        g_autoptr(GArray) files = g_array_new(FALSE, FALSE, sizeof(NpFileMap));
         NpShmap stale = { .start = 1, .end = 2 };
+        NpFileMap stale_file = { .start = 1, .end = 2 };
 
         fuzz_setup();
         buf = fuzz_cstring(data, size);
         g_array_append_val(a, stale);
-        int r = np_parse_shmaps(buf, a, &error);
+        g_array_append_val(files, stale_file);
+        int r = np_parse_shmaps(buf, a, files, &error);
         if (r < 0) {
                 FUZZ_ASSERT(r == -EINVAL);
                 FUZZ_ASSERT(error && error->message[0]);
-                FUZZ_ASSERT(a->len == 0);
+                FUZZ_ASSERT(a->len == 0 && files->len == 0);
                 return 0;
         }
         FUZZ_ASSERT(r == 0 && !error);
         size_t lines = 0;
         for (const char *p = buf; *p; p++)
                 lines += *p == '\n' || p[1] == '\0';
-        FUZZ_ASSERT(a->len <= lines);
+        FUZZ_ASSERT(a->len + files->len <= lines);
+        for (guint i = 0; i < files->len; i++)
+                FUZZ_ASSERT(g_array_index(files, NpFileMap, i).start <= g_array_index(files, NpFileMap, i).end);
+        /* the shmem mappings are the same whether the files are wanted */
+        g_autoptr(GArray) c = g_array_new(FALSE, FALSE, sizeof(NpShmap));
+        FUZZ_ASSERT(np_parse_shmaps(buf, c, NULL, NULL) == 0 && c->len == a->len);
         for (guint i = 0; i < a->len; i++) {
                 const NpShmap *m = &g_array_index(a, NpShmap, i);
                 FUZZ_ASSERT(m->start <= m->end);
@@ -65,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         g_autofree char *again = render(a);
         g_autoptr(GArray) b = g_array_new(FALSE, FALSE, sizeof(NpShmap));
-        FUZZ_ASSERT(np_parse_shmaps(again, b, NULL) == 0);
+        FUZZ_ASSERT(np_parse_shmaps(again, b, NULL, NULL) == 0);
         FUZZ_ASSERT(b->len == a->len);
         for (guint i = 0; i < a->len; i++) {
                 const NpShmap *x = &g_array_index(a, NpShmap, i), *y = &g_array_index(b, NpShmap, i);

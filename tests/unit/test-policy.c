@@ -823,7 +823,7 @@ static void test_unit_apart(void) {
                         "with the 2 processes of its group shm:1024: %sits processes run on nodes 0-1, but fewer "
                         "hold its demand (1.20 CPUs) and its memory: place on 0 (16 MiB to move)",
                         mode == 2 ? "the kernel's NUMA balancing cannot move most of its memory (a memory policy, "
-                                    "huge pages or shared memory); "
+                                    "huge pages, shared memory or files mapped read-only); "
                                   : "");
                 g_assert_cmpstr(why_of(dec(d, 0)), ==, want);
                 machine_clear(&m);

@@ -21,6 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -96,7 +99,7 @@ static char *make_root(pid_t pid, bool with_task) {
         g_assert_nonnull(root);
         g_autofree char *dir = g_strdup_printf("%s/proc/%d", root, pid);
         g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
-        const char *files[] = { "stat", "statm", "status", "cgroup", "numa_maps", "task" };
+        const char *files[] = { "stat", "statm", "status", "cgroup", "numa_maps", "maps", "task" };
         for (unsigned i = 0; i < G_N_ELEMENTS(files); i++) {
                 if (!with_task && g_str_equal(files[i], "task"))
                         continue;
@@ -469,7 +472,125 @@ static void test_kernel_churn(void) {
         g_assert_cmpint(system(rm), ==, 0);
 }
 
+#define MAPPED (4u << 20)
+
+/* --map-file PATH: PATH mapped twice and every page read, shared and
+ * read-only, then private and writable; the two addresses written to
+ * PATH.ready; then it waits to be killed. */
+static int map_file_main(const char *path) {
+        int fd = open(path, O_RDONLY);
+        if (fd < 0)
+                return 1;
+        volatile const char *ro = mmap(NULL, MAPPED, PROT_READ, MAP_SHARED, fd, 0);
+        volatile const char *rw = mmap(NULL, MAPPED, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+        if (ro == MAP_FAILED || rw == MAP_FAILED)
+                return 1;
+        unsigned sum = 0;
+        for (size_t i = 0; i < MAPPED; i += 4096)
+                sum += (unsigned) ro[i] + (unsigned) rw[i];
+        g_autofree char *ready = g_strdup_printf("%s.ready", path);
+        g_autofree char *text = g_strdup_printf("%" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %u\n",
+                                                (guint64) (uintptr_t) ro, (guint64) (uintptr_t) rw, sum);
+        if (!g_file_set_contents(ready, text, -1, NULL))
+                return 1;
+        for (;;)
+                pause();
+}
+
+static const NpNumaMapsFile *file_line(const NpNumaMaps *m, uint64_t start) {
+        for (guint i = 0; m->files && i < m->files->len; i++)
+                if (g_array_index(m->files, NpNumaMapsFile, i).start == start)
+                        return &g_array_index(m->files, NpNumaMapsFile, i);
+        return NULL;
+}
+
+static const NpFileMap *file_map(const NpProcess *p, uint64_t start) {
+        for (guint i = 0; p->file_maps && i < p->file_maps->len; i++)
+                if (g_array_index(p->file_maps, NpFileMap, i).start == start)
+                        return &g_array_index(p->file_maps, NpFileMap, i);
+        return NULL;
+}
+
+/* A file mapped read-only is not memory the kernel's balancing can move (it
+ * does not scan such a mapping): after a numa_maps read, /proc/PID/maps is
+ * read for its big file lines, and the read-only one leaves balanced_bytes;
+ * the same file mapped writable stays in it. */
+static void test_readonly_files(void) {
+        g_autoptr(NpTopology) topo = load_8node();
+        g_autofree char *dir = g_dir_make_tmp("np-test-files-XXXXXX", NULL);
+        g_assert_nonnull(dir);
+        g_autofree char *path = g_build_filename(dir, "data", NULL);
+        g_autofree char *ready = g_strdup_printf("%s.ready", path);
+        g_autofree char *data = g_malloc(MAPPED);
+        memset(data, 'x', MAPPED);
+        g_assert_true(g_file_set_contents(path, data, MAPPED, NULL));
+
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                execl(self_exe, "test-process", "--map-file", path, (char *) NULL);
+                _exit(127);
+        }
+        g_autofree char *text = NULL;
+        for (int i = 0; i < 500 && !g_file_get_contents(ready, &text, NULL, NULL); i++)
+                g_usleep(10000);
+        g_assert_nonnull(text);
+        guint64 ro = 0, rw = 0;
+        g_assert_cmpint(sscanf(text, "%" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT, &ro, &rw), ==, 2);
+
+        char *root = make_root(pid, false);
+        np_sysroot_set(root);
+        NpNumaMaps raw = { 0 };
+        g_assert_cmpint(np_read_numa_maps(pid, &raw), ==, 0);
+        g_autoptr(NpProcTable) tab = np_proc_table_new(64);
+        g_assert_cmpint(np_proc_table_scan(tab, 0, wants_all, NULL), ==, 1);
+        const NpProcEntry *e = np_proc_table_lookup(tab, pid);
+        g_assert_nonnull(e);
+        g_autoptr(NpProcess) p = np_process_new(pid, e->starttime);
+        g_assert_cmpint(np_process_refresh(p, topo, tab, NP_MAPS_NOW), ==, 0);
+
+        /* both lines are file lines of the parse, with every page */
+        const NpNumaMapsFile *lro = file_line(&p->maps, ro), *lrw = file_line(&p->maps, rw);
+        g_assert_nonnull(lro);
+        g_assert_nonnull(lrw);
+        g_assert_cmpuint(lro->bytes, ==, MAPPED);
+        g_assert_cmpuint(lrw->bytes, ==, MAPPED);
+        /* maps was read: one may not be written, the other may */
+        g_assert_nonnull(file_map(p, ro));
+        g_assert_nonnull(file_map(p, rw));
+        g_assert_true(file_map(p, ro)->readonly);
+        g_assert_false(file_map(p, rw)->readonly);
+        g_assert_cmpuint(file_map(p, ro)->end - ro, ==, MAPPED);
+        /* the read-only one left balanced_bytes (so did the libraries'
+         * text, read-only too), the writable one stays */
+        g_assert_cmpuint(raw.balanced_bytes, >=, 2 * (uint64_t) MAPPED);
+        g_assert_cmpuint(p->maps.balanced_bytes, <=, raw.balanced_bytes - MAPPED);
+        g_assert_cmpuint(p->maps.balanced_bytes, >=, MAPPED);
+        g_assert_cmpuint(p->maps.total_bytes, ==, raw.total_bytes);
+
+        /* read again, its maps now unreadable: what the last maps read
+         * said still holds for the lines it knows */
+        uint64_t balanced = p->maps.balanced_bytes;
+        g_autofree char *maps_link = g_strdup_printf("%s/proc/%d/maps", root, pid);
+        g_assert_cmpint(g_unlink(maps_link), ==, 0);
+        g_assert_cmpint(np_proc_table_scan(tab, 0, wants_all, NULL), ==, 1);
+        g_assert_cmpint(np_process_refresh(p, topo, tab, NP_MAPS_NOW), ==, 0);
+        g_assert_cmpuint(p->maps.balanced_bytes, ==, balanced);
+        g_assert_true(file_map(p, ro) && file_map(p, ro)->readonly);
+
+        np_numa_maps_clear(&raw);
+        kill_spinner(pid);
+        np_sysroot_set(NULL);
+        remove_root(root, pid);
+        g_unlink(ready);
+        g_unlink(path);
+        g_rmdir(dir);
+}
+
 int main(int argc, char **argv) {
+        if (argc == 3 && strcmp(argv[1], "--map-file") == 0)
+                return map_file_main(argv[2]);
         if (argc == 3 && strcmp(argv[1], "--spin") == 0)
                 return spin_main((unsigned) atoi(argv[2]), false);
         if (argc == 3 && strcmp(argv[1], "--spin-exit") == 0)
@@ -486,5 +607,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/process/kernel-migrated", test_kernel_migrated);
         g_test_add_func("/process/thread-faults", test_thread_faults);
         g_test_add_func("/process/kernel-churn", test_kernel_churn);
+        g_test_add_func("/process/readonly-files", test_readonly_files);
         return g_test_run();
 }

@@ -207,8 +207,8 @@ static void test_kernel_clauses(void) {
               "on (1): place on 1 (240 MiB to move)");
         r.kernel = NP_KERNEL_CANNOT_MOVE;
         check(r, "1", "1",
-              "the kernel's NUMA balancing cannot move most of its memory (a memory policy, huge pages or shared "
-              "memory); 25% of its "
+              "the kernel's NUMA balancing cannot move most of its memory (a memory policy, huge pages, shared "
+              "memory or files mapped read-only); 25% of its "
               "memory is on the nodes it runs on (1): place on 1 (240 MiB to move)");
         r.kernel = NP_KERNEL_MOVING;
         r.kernel_before = 0.55;

@@ -549,7 +549,8 @@ static void test_numa_maps_parse(void) {
                           "7f600000 weighted interleave:0-1 anon=2 N0=1 N1=1 kernelpagesize_kB=4\n"
                           "7f700000 default anon=1 N130=1 kernelpagesize_kB=65536\n"
                           "7f800000 default anon=5 N1=2 N1=3\n" /* repeated node adds up */
-                          "7f900000 default file=/dev/zero\\040(deleted) dirty=6 N2=6 kernelpagesize_kB=4\n";
+                          "7f900000 default file=/dev/zero\\040(deleted) dirty=6 N2=6 kernelpagesize_kB=4\n"
+                          "7fa00000 default file=/usr/lib/libbig.so mapped=7 N3=7 kernelpagesize_kB=4\n";
         g_assert_cmpint(np_parse_numa_maps(buf, &m), ==, 0);
         g_assert_cmpuint(np_numa_maps_node_bytes(&m, 0), ==, 1024 * 4 * KIB + 2 * 2 * MIB + 4 * KIB);
         g_assert_cmpuint(np_numa_maps_node_bytes(&m, 2), ==, 1024 * 4 * KIB + 6 * 4 * KIB);
@@ -559,8 +560,18 @@ static void test_numa_maps_parse(void) {
         g_assert_cmpuint(m.huge_bytes, ==, 4 * MIB);
         g_assert_cmpuint(m.interleaved_bytes, ==, 4096 * 4 * KIB + 2 * 4 * KIB);
         /* the kernel's balancing: default policy, not huge, not shmem (64 MiB on N130, 5
-         * pages on N1; not the 6 pages of shared anonymous memory) */
-        g_assert_cmpuint(m.balanced_bytes, ==, 64 * MIB + 5 * 4 * KIB);
+         * pages on N1, the library's 7 on N3; not the 6 pages of shared anonymous memory) */
+        g_assert_cmpuint(m.balanced_bytes, ==, 64 * MIB + 5 * 4 * KIB + 7 * 4 * KIB);
+        /* of them, the lines of files (with pages), whose mapping's
+         * permissions decide: the library's */
+        g_assert_nonnull(m.files);
+        g_assert_cmpuint(m.files->len, ==, 1);
+        g_assert_cmphex(g_array_index(m.files, NpNumaMapsFile, 0).start, ==, 0x7fa00000);
+        g_assert_cmpuint(g_array_index(m.files, NpNumaMapsFile, 0).bytes, ==, 7 * 4 * KIB);
+        NpNumaMaps c;
+        np_numa_maps_copy(&m, &c);
+        g_assert_true(c.files != m.files && c.files->len == 1);
+        np_numa_maps_clear(&c);
         uint64_t sum = 0;
         unsigned prev = 0;
         for (unsigned i = 0; i < m.per_node->len; i++) {

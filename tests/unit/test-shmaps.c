@@ -72,7 +72,7 @@ static void assert_shmap(const GArray *a, guint i, uint64_t start, uint64_t end,
 static void test_probe(void) {
         g_autoptr(GError) error = NULL;
         g_autoptr(GArray) a = g_array_new(FALSE, FALSE, sizeof(NpShmap));
-        g_assert_cmpint(np_parse_shmaps(probe_maps, a, &error), ==, 0);
+        g_assert_cmpint(np_parse_shmaps(probe_maps, a, NULL, &error), ==, 0);
         g_assert_no_error(error);
         /* not the executable, heap, the shared map of a disk file, the
          * private map of the /dev/shm file, libc, ld.so, vdso, stack */
@@ -87,8 +87,54 @@ static void test_probe(void) {
         assert_shmap(a, 7, 0x7fbd8c2b2000, 0x7fbd8c2b4000, 0, 1, 3, NP_SHMAP_SYSV);
 
         /* the contents are replaced; an empty file (a kernel thread) has none */
-        g_assert_cmpint(np_parse_shmaps("", a, &error), ==, 0);
+        g_assert_cmpint(np_parse_shmaps("", a, NULL, &error), ==, 0);
         g_assert_cmpuint(a->len, ==, 0);
+}
+
+static void assert_file(const GArray *f, guint i, uint64_t start, uint64_t end, bool readonly) {
+        g_assert_cmpuint(i, <, f->len);
+        const NpFileMap *m = &g_array_index(f, NpFileMap, i);
+        g_assert_cmphex(m->start, ==, start);
+        g_assert_cmphex(m->end, ==, end);
+        g_assert_cmpint(m->readonly, ==, readonly);
+}
+
+/* The file mappings besides: every mapping with an inode that is not a
+ * shmem object, readonly when readable and not writable (the kernel's
+ * balancing does not scan those); the shmem objects the same as without. */
+static void test_files(void) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GArray) a = g_array_new(FALSE, FALSE, sizeof(NpShmap));
+        g_autoptr(GArray) f = g_array_new(FALSE, FALSE, sizeof(NpFileMap));
+        g_assert_cmpint(np_parse_shmaps(probe_maps, a, f, &error), ==, 0);
+        g_assert_no_error(error);
+        g_assert_cmpuint(a->len, ==, 8);
+        /* the executable (3), the disk file, the private map of the
+         * /dev/shm file, libc (5), ld.so (2); not the heap, anonymous
+         * memory, [vvar], [vdso], the stack, [vsyscall] */
+        g_assert_cmpuint(f->len, ==, 12);
+        assert_file(f, 0, 0x55c991923000, 0x55c991924000, true); /* r--p */
+        assert_file(f, 1, 0x55c991924000, 0x55c991925000, true); /* r-xp: text */
+        assert_file(f, 2, 0x55c991927000, 0x55c991928000, false); /* rw-p: data */
+        assert_file(f, 3, 0x7fbd8bac3000, 0x7fbd8bbc3000, true); /* r--s */
+        assert_file(f, 4, 0x7fbd8bcc3000, 0x7fbd8bdc3000, true);
+        assert_file(f, 9, 0x7fbd8c299000, 0x7fbd8c29b000, false);
+        assert_file(f, 11, 0x7fbd8c2f1000, 0x7fbd8c2f3000, false);
+        for (guint i = 1; i < f->len; i++)
+                g_assert_cmphex(g_array_index(f, NpFileMap, i - 1).start, <, g_array_index(f, NpFileMap, i).start);
+
+        /* a shared writable map of a disk file may be written */
+        g_assert_cmpint(np_parse_shmaps("7f0000000000-7f0000001000 rw-s 00000000 fe:00 7 /srv/x\n", a, f, &error), ==,
+                        0);
+        g_assert_cmpuint(a->len, ==, 0);
+        g_assert_cmpuint(f->len, ==, 1);
+        assert_file(f, 0, 0x7f0000000000, 0x7f0000001000, false);
+
+        /* a malformed line empties both */
+        g_assert_cmpint(np_parse_shmaps(probe_maps, a, f, NULL), ==, 0);
+        g_assert_cmpint(np_parse_shmaps("7f0000000000-7f0000001000 rw-s\n", a, f, &error), ==, -EINVAL);
+        g_assert_cmpuint(a->len, ==, 0);
+        g_assert_cmpuint(f->len, ==, 0);
 }
 
 static void test_paths(void) {
@@ -103,7 +149,7 @@ static void test_paths(void) {
                 "7f0000200000-7f0000400000 rw-s 00000000 00:1f4 9 /memfd:huge (deleted)\n"
                 /* no newline at the end */
                 "7f0000400000-7f0000401000 r--s 00001000 00:1a 10 /dev/shm/PostgreSQL.1804289383";
-        g_assert_cmpint(np_parse_shmaps(buf, a, &error), ==, 0);
+        g_assert_cmpint(np_parse_shmaps(buf, a, NULL, &error), ==, 0);
         g_assert_no_error(error);
         g_assert_cmpuint(a->len, ==, 4);
         assert_shmap(a, 0, 0x7f0000000000, 0x7f0000001000, 0, 1, 7, NP_SHMAP_MEMFD);
@@ -133,7 +179,7 @@ static void test_paths(void) {
                            "7f0000000000-7f0000001000 rw-s 00000000 00:05 7 /dev/fb0\n"
                            "7f0000000000-7f0000001000 rw-s 00000000 00:01 7\n"
                            "7f0000000000-7f0000001000 rw-s 00000000 00:01 7 \n";
-        g_assert_cmpint(np_parse_shmaps(none, a, &error), ==, 0);
+        g_assert_cmpint(np_parse_shmaps(none, a, NULL, &error), ==, 0);
         g_assert_no_error(error);
         g_assert_cmpuint(a->len, ==, 0);
 }
@@ -164,10 +210,10 @@ static void test_malformed(void) {
         g_autoptr(GArray) a = g_array_new(FALSE, FALSE, sizeof(NpShmap));
         for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
                 g_autoptr(GError) error = NULL;
-                g_assert_cmpint(np_parse_shmaps(probe_maps, a, NULL), ==, 0);
+                g_assert_cmpint(np_parse_shmaps(probe_maps, a, NULL, NULL), ==, 0);
                 g_assert_cmpuint(a->len, >, 0);
                 g_test_message("%s", bad[i].buf);
-                g_assert_cmpint(np_parse_shmaps(bad[i].buf, a, &error), ==, -EINVAL);
+                g_assert_cmpint(np_parse_shmaps(bad[i].buf, a, NULL, &error), ==, -EINVAL);
                 g_assert_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL);
                 g_assert_true(g_str_has_prefix(error->message, "maps line "));
                 if (!strstr(error->message, bad[i].msg))
@@ -240,7 +286,7 @@ static void test_read_live(void) {
 
         g_autoptr(GError) error = NULL;
         g_autoptr(GArray) mine = NULL;
-        g_assert_cmpint(np_read_shmaps((int) getpid(), &mine, &error), ==, 0);
+        g_assert_cmpint(np_read_shmaps((int) getpid(), &mine, NULL, &error), ==, 0);
         g_assert_no_error(error);
         const NpShmap *m = find(mine, sysv);
         g_assert_nonnull(m);
@@ -273,7 +319,7 @@ static void test_read_live(void) {
         }
         close(go[0]);
         g_autoptr(GArray) theirs = NULL;
-        g_assert_cmpint(np_read_shmaps((int) child, &theirs, &error), ==, 0);
+        g_assert_cmpint(np_read_shmaps((int) child, &theirs, NULL, &error), ==, 0);
         g_assert_no_error(error);
         g_assert_cmpuint(theirs->len, ==, mine->len);
         assert_same_object(find(theirs, sysv), find(mine, sysv));
@@ -288,24 +334,24 @@ static void test_read_live(void) {
         close(go[1]);
         g_assert_cmpint(waitid(P_PID, (id_t) child, &info, WEXITED | WNOWAIT), ==, 0);
         g_autoptr(GArray) none = NULL;
-        g_assert_cmpint(np_read_shmaps((int) child, &none, &error), ==, -ESRCH);
+        g_assert_cmpint(np_read_shmaps((int) child, &none, NULL, &error), ==, -ESRCH);
         g_assert_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT);
         g_clear_error(&error);
         g_assert_null(none);
         /* reaped: gone */
         g_assert_cmpint(waitpid(child, NULL, 0), ==, child);
-        g_assert_cmpint(np_read_shmaps((int) child, &none, &error), ==, -ESRCH);
+        g_assert_cmpint(np_read_shmaps((int) child, &none, NULL, &error), ==, -ESRCH);
         g_clear_error(&error);
 
         /* a kernel thread has no mappings */
         g_autoptr(GArray) kthread = NULL;
-        g_assert_cmpint(np_read_shmaps(2, &kthread, &error), ==, 0);
+        g_assert_cmpint(np_read_shmaps(2, &kthread, NULL, &error), ==, 0);
         g_assert_no_error(error);
         g_assert_cmpuint(kthread->len, ==, 0);
 
-        g_assert_cmpint(np_read_shmaps(0, &none, &error), ==, -EINVAL);
+        g_assert_cmpint(np_read_shmaps(0, &none, NULL, &error), ==, -EINVAL);
         g_clear_error(&error);
-        g_assert_cmpint(np_read_shmaps(-1, &none, &error), ==, -EINVAL);
+        g_assert_cmpint(np_read_shmaps(-1, &none, NULL, &error), ==, -EINVAL);
         g_clear_error(&error);
 
         shmdt(sysv);
@@ -332,7 +378,7 @@ static void test_read_fixture(void) {
         np_sysroot_set(root);
 
         g_autoptr(GArray) a = NULL;
-        g_assert_cmpint(np_read_shmaps(4242, &a, &error), ==, 0);
+        g_assert_cmpint(np_read_shmaps(4242, &a, NULL, &error), ==, 0);
         g_assert_no_error(error);
         g_assert_cmpuint(a->len, ==, 8);
         g_clear_pointer(&a, g_array_unref);
@@ -341,21 +387,21 @@ static void test_read_fixture(void) {
         g_autofree char *exiting = g_strdup(stat_line);
         memcpy(strstr(exiting, "4194560"), "4194564", 7);
         g_assert_true(g_file_set_contents(stat, exiting, -1, NULL));
-        g_assert_cmpint(np_read_shmaps(4242, &a, &error), ==, -ESRCH);
+        g_assert_cmpint(np_read_shmaps(4242, &a, NULL, &error), ==, -ESRCH);
         g_clear_error(&error);
 
         /* malformed: the line, with the file */
         g_assert_true(g_file_set_contents(stat, stat_line, -1, NULL));
         g_assert_true(
                 g_file_set_contents(maps, "7f00-7f01 rw-s 00000000 00:01 7 /dev/zero (deleted)\n7f00\n", -1, NULL));
-        g_assert_cmpint(np_read_shmaps(4242, &a, &error), ==, -EINVAL);
+        g_assert_cmpint(np_read_shmaps(4242, &a, NULL, &error), ==, -EINVAL);
         g_assert_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL);
         g_assert_cmpstr(error->message, ==, "/proc/4242/maps: maps line 2: no start-end address range");
         g_clear_error(&error);
         g_assert_null(a);
 
         /* no such process */
-        g_assert_cmpint(np_read_shmaps(4243, &a, &error), ==, -ESRCH);
+        g_assert_cmpint(np_read_shmaps(4243, &a, NULL, &error), ==, -ESRCH);
         g_clear_error(&error);
 
         np_sysroot_set(NULL);
@@ -371,6 +417,7 @@ int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/shmaps/probe", test_probe);
         g_test_add_func("/shmaps/paths", test_paths);
+        g_test_add_func("/shmaps/files", test_files);
         g_test_add_func("/shmaps/malformed", test_malformed);
         g_test_add_func("/shmaps/read-live", test_read_live);
         g_test_add_func("/shmaps/read-fixture", test_read_fixture);

@@ -233,8 +233,8 @@ def numa01(balancing=False):
         t.check(d.startswith("with the 2 processes of its group shm:"), f"process {p}: one group of two ({d!r})")
         # beside the kernel's balancing: it never scans shmem, the Decision
         # says numaplaced takes the pair for that
-        cannot = "the kernel's NUMA balancing cannot move most of its memory (a memory policy, huge pages or " \
-            "shared memory); its processes run on nodes"
+        cannot = "the kernel's NUMA balancing cannot move most of its memory (a memory policy, huge pages, " \
+            "shared memory or files mapped read-only); its processes run on nodes"
         if balancing:  # (busctl escapes the apostrophes)
             t.check(cannot in d.replace("\\'", "'"), f"process {p}: the kernel cannot move its shared memory ({d!r})")
     placed_apart(t, res, 2, "processes")
