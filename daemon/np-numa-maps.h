@@ -53,7 +53,8 @@ typedef struct {
         uint64_t huge_bytes; /* part of total in huge pages */
         uint64_t interleaved_bytes; /* part of total in VMAs with an interleave policy */
         uint64_t balanced_bytes; /* part of total the kernel's NUMA balancing can move: the
-                                  * default policy, not in huge pages, not shmem */
+                                  * default policy, not in huge pages, not shmem (the
+                                  * file lines mapped read-only np-process.c takes out) */
         GArray *shm; /* NpNumaMapsShm in file order, lines with pages only; NULL when none */
         GArray *files; /* NpNumaMapsFile in file order; NULL when none */
 } NpNumaMaps;
@@ -66,8 +67,9 @@ typedef struct {
  * "default" policy that are neither "huge" nor of a shmem object (the
  * kernel's NUMA balancing does not scan a shmem mapping without a policy
  * of its own: vma_policy_mof() in mm/mempolicy.c, task_numa_work() in
- * kernel/sched/fair.c; nor one of a file that may not be written, which
- * only /proc/PID/maps tells: files lists those lines); shm the lines of shmem objects
+ * kernel/sched/fair.c); files the file lines among them, which still count
+ * (the kernel does not scan a file mapping that may not be written either,
+ * but only /proc/PID/maps tells which those are); shm the lines of shmem objects
  * (NpNumaMapsShm; file= as numa_maps escapes it, a space as \040). Lines without pages are fine, an
  * empty buffer gives an empty result. 0 and *out overwritten, or -EINVAL
  * (out untouched) for a malformed line. Free with np_numa_maps_clear()
