@@ -110,6 +110,13 @@ static void add_share(GString *o, const NpReason *r) {
         g_string_append_printf(o, "%.0f%% of its memory is on the nodes it runs on (%s)", r->share * 100.0, on);
 }
 
+/* What joins an outcome that goes against the context: ", but " after the
+ * share of its memory where it runs, "; " after a context that has its
+ * own "but" (run apart, scattered). */
+static const char *but(const NpReason *r) {
+        return r->context == NP_CONTEXT_APART || r->context == NP_CONTEXT_SCATTERED ? "; " : ", but ";
+}
+
 static void add_context(GString *o, const NpReason *r) {
         g_autofree char *on = fmt_mask(r->on);
         switch (r->context) {
@@ -303,10 +310,10 @@ char *np_reason_render(const NpReason *r) {
                                        nodes);
                 break;
         case NP_REASON_CPU_EVERY_NODE:
-                g_string_append_printf(o, ", but %.1f CPUs need every node: left spread", r->cpu);
+                g_string_append_printf(o, "%s%.1f CPUs need every node: left spread", but(r), r->cpu);
                 break;
         case NP_REASON_NOFIT:
-                g_string_append_printf(o, ", but no set of nodes has room for %.1f CPUs and %.0f MiB", r->cpu, mib);
+                g_string_append_printf(o, "%sno set of nodes has room for %.1f CPUs and %.0f MiB", but(r), r->cpu, mib);
                 if (r->huge_bytes)
                         g_string_append_printf(o,
                                                " (%.0f MiB of it in hugetlb pages, which need free huge pages of "
@@ -321,19 +328,19 @@ char *np_reason_render(const NpReason *r) {
                                        nodes);
                 break;
         case NP_REASON_EVERY_NODE:
-                g_string_append_printf(o, ", but %.1f CPUs and %.0f MiB need every node: left spread", r->cpu, mib);
+                g_string_append_printf(o, "%s%.1f CPUs and %.0f MiB need every node: left spread", but(r), r->cpu, mib);
                 break;
         case NP_REASON_THREAD_WORKERS:
                 g_string_append_printf(o,
-                                       ", but it needs %u nodes and its busy threads work on their own pages: left "
+                                       "%sit needs %u nodes and its busy threads work on their own pages: left "
                                        "spread",
-                                       r->nodes ? np_mask_weight(r->nodes) : 0);
+                                       but(r), r->nodes ? np_mask_weight(r->nodes) : 0);
                 break;
         case NP_REASON_THREAD_FAULTS_PENDING:
                 g_string_append_printf(o,
-                                       ", but it needs %u nodes and the kernel has not counted its busy threads' NUMA "
+                                       "%sit needs %u nodes and the kernel has not counted its busy threads' NUMA "
                                        "faults yet (do they work on their own pages?): left where it is for now",
-                                       r->nodes ? np_mask_weight(r->nodes) : 0);
+                                       but(r), r->nodes ? np_mask_weight(r->nodes) : 0);
                 break;
         case NP_REASON_STILL_BEST:
                 g_string_append_printf(o, "; its nodes %s are still the best", nodes);

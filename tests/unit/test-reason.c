@@ -196,6 +196,33 @@ static void test_outcomes(void) {
               "is too small (huge pages: its 300 MiB in 2048 kB pages, 200 MiB of them free there)");
 }
 
+/* After a context with its own "but" (threads run apart, scattered), an
+ * outcome against it is joined by "; ", not a second "but". */
+static void test_apart_outcomes(void) {
+        NpReason r = { .context = NP_CONTEXT_APART, .cpu = 2.4, .code = NP_REASON_THREAD_WORKERS };
+        check(r, "0-2", "0-3",
+              "its threads run on nodes 0-3, but fewer hold its demand (2.40 CPUs) and its memory; it needs 3 nodes "
+              "and its busy threads work on their own pages: left spread");
+        r.code = NP_REASON_THREAD_FAULTS_PENDING;
+        check(r, "0-2", "0-3",
+              "its threads run on nodes 0-3, but fewer hold its demand (2.40 CPUs) and its memory; it needs 3 nodes "
+              "and the kernel has not counted its busy threads' NUMA faults yet (do they work on their own pages?): "
+              "left where it is for now");
+        r = (NpReason){ .context = NP_CONTEXT_SCATTERED,
+                        .cpu = 0.4,
+                        .code = NP_REASON_NOFIT,
+                        .bytes = 400 * MiB,
+                        .target_utilization = 85 };
+        check(r, NULL, "0-3",
+              "it runs on every node (0-3), but one holds its demand (0.40 CPUs); no set of nodes has room for 0.4 "
+              "CPUs and 400 MiB at TargetUtilization=85%: left where it is");
+        /* after the share of its memory, "but" as before */
+        r = (NpReason){ .context = NP_CONTEXT_SHARE, .share = 0.5, .code = NP_REASON_THREAD_WORKERS };
+        check(r, "0-2", "0-3",
+              "50% of its memory is on the nodes it runs on (0-3), but it needs 3 nodes and its busy threads work on "
+              "their own pages: left spread");
+}
+
 static void test_kernel_clauses(void) {
         NpReason r = { .context = NP_CONTEXT_SHARE,
                        .code = NP_REASON_PLACE,
@@ -340,6 +367,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/reason/placed", test_placed);
         g_test_add_func("/reason/local", test_local);
         g_test_add_func("/reason/outcomes", test_outcomes);
+        g_test_add_func("/reason/apart-outcomes", test_apart_outcomes);
         g_test_add_func("/reason/kernel-clauses", test_kernel_clauses);
         g_test_add_func("/reason/crowded", test_crowded);
         g_test_add_func("/reason/hotplug", test_hotplug);
