@@ -174,3 +174,31 @@ GArray *np_policy_thread_homes(const NpPolicyNode *nodes, guint n_nodes, const N
         *why = NP_HOMES_GIVEN;
         return out;
 }
+
+static gint by_tid(gconstpointer a, gconstpointer b) {
+        const NpThreadHome *x = a, *y = b;
+        return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+char *np_policy_homes_list(const GArray *homes) {
+        g_autoptr(GArray) sorted = g_array_copy((GArray *) homes);
+        g_array_sort(sorted, by_tid);
+        GString *s = g_string_new(NULL);
+        for (guint i = 0; i < sorted->len; i++) {
+                const NpThreadHome *h = &g_array_index(sorted, NpThreadHome, i);
+                g_string_append_printf(s, "%s%d on %u", i ? ", " : "", (int) h->tid, h->node);
+        }
+        return g_string_free(s, FALSE);
+}
+
+char *np_policy_homes_clause(const GArray *homes) {
+        bool shared = false;
+        for (guint i = 0; i < homes->len && !shared; i++)
+                for (guint k = 0; k < i && !shared; k++)
+                        shared = g_array_index(homes, NpThreadHome, i).node ==
+                                g_array_index(homes, NpThreadHome, k).node;
+        g_autofree char *list = np_policy_homes_list(homes);
+        return g_strdup_printf("; its %u busy threads work on their own pages: each is kept on %s (%s), "
+                               "where the kernel's NUMA balancing moves them",
+                               homes->len, shared ? "one node" : "its own node", list);
+}

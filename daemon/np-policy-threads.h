@@ -93,5 +93,15 @@ NpHomesWhy np_policy_threads_private(const NpPolicyThread *threads, guint n);
 GArray *np_policy_thread_homes(const NpPolicyNode *nodes, guint n_nodes, const NpMask *prefer, const GArray *own,
                                const NpPolicyThread *threads, guint n, unsigned target_utilization, NpHomesWhy *why);
 
+/* The homes (NpThreadHome) by thread id, "171 on 0, 172 on 1". Caller
+ * frees. */
+char *np_policy_homes_list(const GArray *homes);
+
+/* What a Decision adds for them: "; its 2 busy threads work on their own
+ * pages: each is kept on its own node (171 on 0, 172 on 1), where the
+ * kernel's NUMA balancing moves them"; "on one node" instead of "on its
+ * own node" when two of them share one. Caller frees. */
+char *np_policy_homes_clause(const GArray *homes);
+
 /* "fewer than two busy threads", ...: why for the log. */
 const char *np_homes_why_to_string(NpHomesWhy why);

@@ -45,30 +45,6 @@ static NpPolicyThread *busy_threads(const NpProcess *p, GArray **faults, guint *
         return threads;
 }
 
-static gint by_tid(gconstpointer a, gconstpointer b) {
-        const NpThreadHome *x = a, *y = b;
-        return (x->tid > y->tid) - (x->tid < y->tid);
-}
-
-/* "171 on 0, 172 on 1" */
-static char *describe(const GArray *homes) {
-        g_autoptr(GArray) sorted = g_array_copy((GArray *) homes);
-        g_array_sort(sorted, by_tid);
-        GString *s = g_string_new(NULL);
-        for (guint i = 0; i < sorted->len; i++) {
-                const NpThreadHome *h = &g_array_index(sorted, NpThreadHome, i);
-                g_string_append_printf(s, "%s%d on %u", i ? ", " : "", (int) h->tid, h->node);
-        }
-        return g_string_free(s, FALSE);
-}
-
-static char *clause(const GArray *homes) {
-        g_autofree char *list = describe(homes);
-        return g_strdup_printf("; its %u busy threads work on their own pages: each is kept on its own node (%s), "
-                               "where the kernel's NUMA balancing moves them",
-                               homes->len, list);
-}
-
 static void forget_homes(NpProcess *p) {
         g_clear_pointer(&p->thread_homes, g_array_unref);
         p->threads_only = false;
@@ -117,7 +93,7 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
                 /* a pinned thread that idles for a while keeps its home */
                 if (p->thread_homes && why != NP_HOMES_FEW_THREADS && why != NP_HOMES_FEW_FAULTS)
                         end_homes(m, p, np_homes_why_to_string(why));
-                return p->thread_homes ? clause(p->thread_homes) : NULL;
+                return p->thread_homes ? np_policy_homes_clause(p->thread_homes) : NULL;
         }
         /* a homed thread that idles keeps its home while it lives */
         for (guint i = 0; p->thread_homes && i < p->thread_homes->len; i++) {
@@ -129,7 +105,7 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
                         g_array_append_val(homes, *old);
         }
         if (same_homes(p, homes))
-                return clause(homes);
+                return np_policy_homes_clause(homes);
 
         bool was_placed = np_process_held(p);
         g_autoptr(NpMask) all = np_mask_new();
@@ -142,7 +118,7 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
                 g_autoptr(NpMask) wider = np_mask_copy(p->target);
                 np_mask_or(wider, all);
                 g_autofree char *from = np_mask_format(p->target), *to = np_mask_format(wider);
-                g_autofree char *list = describe(homes);
+                g_autofree char *list = np_policy_homes_list(homes);
                 g_autoptr(GError) e = NULL;
                 log_info("Widening the placement of %d (%s) from nodes %s to %s: its %u busy threads work on their own "
                          "pages and need a node each (%s)",
@@ -170,7 +146,7 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
         int r = np_backend_pin_threads(m->backend, p->pid, p->starttime, all, pins, &e);
         if (r == -ESRCH)
                 return NULL;
-        g_autofree char *list = describe(homes);
+        g_autofree char *list = np_policy_homes_list(homes);
         if (r < 0) {
                 log_warning("Cannot keep the threads of %d (%s) on their own nodes (%s): %s", p->pid, p->comm, list,
                             e ? e->message : g_strerror(-r));
@@ -189,7 +165,7 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
                 p->threads_only = true;
                 np_manager_set_state(m, p, NP_PROC_PLACED, all, np_now_usec(CLOCK_REALTIME));
         }
-        return clause(p->thread_homes);
+        return np_policy_homes_clause(p->thread_homes);
 }
 
 NpHomesWhy np_thread_homes_workers(NpManager *m, const NpProcess *p) {

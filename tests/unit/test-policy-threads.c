@@ -239,6 +239,27 @@ static void test_room_and_nodes(void) {
         case_clear(&c);
 }
 
+/* The Decision's words for the homes: by thread id; "its own node" when
+ * every thread has a node to itself, "one node" when two share one. */
+static void test_clause(void) {
+        g_autoptr(GArray) h = g_array_new(FALSE, FALSE, sizeof(NpThreadHome));
+        NpThreadHome a = { 172, 1 }, b = { 171, 0 };
+        g_array_append_val(h, a);
+        g_array_append_val(h, b);
+        g_autofree char *list = np_policy_homes_list(h);
+        g_assert_cmpstr(list, ==, "171 on 0, 172 on 1");
+        g_autofree char *own = np_policy_homes_clause(h);
+        g_assert_cmpstr(own, ==,
+                        "; its 2 busy threads work on their own pages: each is kept on its own node (171 on 0, 172 "
+                        "on 1), where the kernel's NUMA balancing moves them");
+        NpThreadHome c = { 173, 0 };
+        g_array_append_val(h, c);
+        g_autofree char *one = np_policy_homes_clause(h);
+        g_assert_cmpstr(one, ==,
+                        "; its 3 busy threads work on their own pages: each is kept on one node (171 on 0, 172 on 1, "
+                        "173 on 0), where the kernel's NUMA balancing moves them");
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/homes/first-touch-on-one-node", test_first_touch_on_one_node);
@@ -248,5 +269,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/homes/none", test_no_homes);
         g_test_add_func("/homes/no-room", test_no_room);
         g_test_add_func("/homes/room-and-nodes", test_room_and_nodes);
+        g_test_add_func("/homes/clause", test_clause);
         return g_test_run();
 }
