@@ -44,10 +44,10 @@ TOPO = npvm.Topology(4, mem_mb=384, cpus=1)
 # below the working size the soak reaches (what the warm-up did not need
 # yet was not found: a malloc arena or a heap top, perhaps); 512 kB failed
 # once on such a baseline (+528).
-# A jump of 1260 kB, in the warm-up or in the soak (3 of 4 full runs of the
-# suite, 1 of 13 runs by hand), was libcgroup's static tables (2.4 MB of
-# .bss, the first 197 pages in use) made resident by khugepaged collapsing
-# their one aligned 2 MB range into a huge page: 512 - 197 = 315 pages.
+# A jump of 1.3 MB, in the warm-up or in the soak (in the last 3 full runs
+# of the suite, 3 of 14 runs by hand), was libcgroup's static tables (2.4 MB
+# of .bss, about 200 pages in use) made resident by khugepaged collapsing
+# their one aligned 2 MB range into a huge page (AnonHugePages 2048 kB).
 # The daemon opts out of transparent huge pages (PR_SET_THP_DISABLE),
 # which THP_enabled in its status shows; rss_parts prints where the RSS is.
 # A leak of 10 kB a scan still fails here; longer runs: tests/bench/bench-soak.py.
