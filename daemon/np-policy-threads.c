@@ -100,6 +100,10 @@ static bool better(const NpPolicyNode *nodes, const double *load, double cap_sha
         return nodes[a].id < nodes[b].id;
 }
 
+bool np_policy_threads_ran_there(double busy_cpu, guint cpus_there) {
+        return busy_cpu <= (double) cpus_there * (1.0 + NP_HOMES_CROWD_MARGIN);
+}
+
 NpHomesWhy np_policy_threads_private(const NpPolicyThread *threads, guint n) {
         if (n < 2)
                 return NP_HOMES_FEW_THREADS;

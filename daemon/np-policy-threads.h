@@ -59,6 +59,17 @@ typedef enum {
         NP_HOMES_NO_NODES, /* fewer than two nodes with CPUs and memory */
 } NpHomesWhy;
 
+/* Do a process's busy threads, which last ran on nodes with `cpus_there`
+ * CPUs all told, run on those nodes alone? Where each thread last ran is
+ * a moment; their CPU use `busy_cpu` is over the last interval. A use
+ * larger than those CPUs (by more than NP_HOMES_CROWD_MARGIN of them) was
+ * spent on other nodes too: the scheduler had just brought them
+ * together. Pure. */
+bool np_policy_threads_ran_there(double busy_cpu, guint cpus_there);
+/* The share of the CPUs by which a use must exceed them (measurements
+ * over an interval overshoot a little). */
+#define NP_HOMES_CROWD_MARGIN 0.1
+
 /* Do the busy threads `threads` (n) work on their own pages, by the rule
  * above? NP_HOMES_GIVEN when they do, else why not (FEW_THREADS,
  * FEW_FAULTS, SHARED). */

@@ -169,14 +169,26 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
 }
 
 NpHomesWhy np_thread_homes_workers(NpManager *m, const NpProcess *p) {
-        if (!np_manager_kernel_balancing(m) || !p->thread_cpu || !p->running_nodes ||
-            np_mask_weight(p->running_nodes) < 2)
+        if (!np_manager_kernel_balancing(m) || !p->thread_cpu || !p->running_nodes)
                 return NP_HOMES_FEW_THREADS;
         guint busy = 0;
-        for (guint i = 0; i < p->thread_cpu->len; i++)
-                busy += g_array_index(p->thread_cpu, NpThreadCpu, i).cpu >= NP_BUSY_THREAD_CPU;
+        double busy_cpu = 0.0;
+        for (guint i = 0; i < p->thread_cpu->len; i++) {
+                double c = g_array_index(p->thread_cpu, NpThreadCpu, i).cpu;
+                if (c >= NP_BUSY_THREAD_CPU) {
+                        busy++;
+                        busy_cpu += c;
+                }
+        }
         if (busy < 2)
                 return NP_HOMES_FEW_THREADS;
+        /* all on one node: placed whole, unless they used more CPU than
+         * that node has (they were there together only for a moment) */
+        if (np_mask_weight(p->running_nodes) < 2) {
+                g_autoptr(NpMask) cpus = np_topology_cpus_of(m->topology, p->running_nodes);
+                if (np_policy_threads_ran_there(busy_cpu, cpus ? np_mask_weight(cpus) : 0))
+                        return NP_HOMES_FEW_THREADS;
+        }
         g_autoptr(GArray) faults = NULL;
         guint n;
         g_autofree NpPolicyThread *threads = busy_threads(p, &faults, &n);

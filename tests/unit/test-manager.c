@@ -21,6 +21,7 @@
 #include "np-scan.h"
 #include "np-sysroot.h"
 #include "np-test-api.h"
+#include "np-thread-homes.h"
 
 typedef struct {
         char *root;
@@ -441,6 +442,54 @@ static void test_kernel_watch(Fixture *f, gconstpointer data) {
         set_stat(f, utime += 10, 262144);
         g_assert_cmpint(np_scan_run(f->m), ==, 0);
         g_assert_cmpuint(p->maps_age.scans, >, 0);
+}
+
+/* np_thread_homes_workers(): a process's busy threads read as all on one
+ * node (where each last ran, a moment) are placed whole when they could
+ * have run there, and judged by their faults when they used more CPU than
+ * that node has (the scheduler had only just brought them together). The
+ * 4node fixture: 4 CPUs a node; bigdb (4242) with the balancing on. */
+static void set_threads(NpProcess *p, guint n, double cpu, const char *running) {
+        g_clear_pointer(&p->thread_cpu, g_array_unref);
+        p->thread_cpu = g_array_new(FALSE, FALSE, sizeof(NpThreadCpu));
+        for (guint i = 0; i < n; i++) {
+                NpThreadCpu t = { .tid = 4243 + (pid_t) i, .node = 1, .cpu = cpu };
+                g_array_append_val(p->thread_cpu, t);
+        }
+        g_clear_pointer(&p->running_nodes, np_mask_free);
+        g_assert_cmpint(np_mask_parse(running, &p->running_nodes), ==, 0);
+}
+
+static void test_homes_workers_one_node(Fixture *f, gconstpointer data) {
+        set_stat(f, 1000, 262144);
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
+        g_assert_true(np_manager_kernel_balancing(f->m));
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+
+        /* three busy threads, 2.4 CPUs, on node 1 (4 CPUs): they fit there */
+        set_threads(p, 3, 0.8, "1");
+        g_assert_cmpint(np_thread_homes_workers(f->m, p), ==, NP_HOMES_FEW_THREADS);
+        /* six, 4.8 CPUs: not all on node 1 over the interval; the kernel has
+         * counted none of their faults yet */
+        set_threads(p, 6, 0.8, "1");
+        g_assert_cmpint(np_thread_homes_workers(f->m, p), ==, NP_HOMES_FEW_FAULTS);
+        /* ... and once it has, each on its own pages */
+        for (guint i = 0; i < 6; i++) {
+                g_autofree char *dir = g_strdup_printf("%s/proc/4242/task/%u", f->root, 4243 + i);
+                g_autofree char *sched = g_build_filename(dir, "sched", NULL);
+                g_autofree char *text = g_strdup_printf(
+                        "numa_faults node=%u task_private=5000 task_shared=0 group_private=0 group_shared=0\n", i % 4);
+                g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
+                g_assert_true(g_file_set_contents(sched, text, -1, NULL));
+        }
+        g_assert_cmpint(np_thread_homes_workers(f->m, p), ==, NP_HOMES_GIVEN);
+        /* on two nodes they are judged by their faults whatever they use */
+        set_threads(p, 3, 0.8, "1-2");
+        g_assert_cmpint(np_thread_homes_workers(f->m, p), ==, NP_HOMES_GIVEN);
+        /* one busy thread is too few anywhere */
+        set_threads(p, 1, 0.8, "1-2");
+        g_assert_cmpint(np_thread_homes_workers(f->m, p), ==, NP_HOMES_FEW_THREADS);
 }
 
 /* With the balancing on, a process that became local between two reads
@@ -1642,6 +1691,7 @@ int main(int argc, char **argv) {
         ADD("/manager/round-wait-bounded", "4node", test_round_wait_bounded);
         ADD("/manager/round-fits-one", "4node", test_round_fits_one);
         ADD("/manager/kernel-watch", "4node", test_kernel_watch);
+        ADD("/manager/homes-workers-one-node", "4node", test_homes_workers_one_node);
         ADD("/manager/kernel-watch-until-settled", "4node", test_kernel_watch_until_settled);
         ADD("/manager/peek", "4node", test_peek);
         ADD("/manager/advice-reserves", "4node", test_advice_reserves);

@@ -239,6 +239,19 @@ static void test_room_and_nodes(void) {
         case_clear(&c);
 }
 
+/* Busy threads that last ran on one node ran there alone only when their
+ * CPU use fits its CPUs: numa02's four threads (0.6 CPUs each) read on one
+ * node of one CPU, or of two, had been on others too. */
+static void test_ran_there(void) {
+        g_assert_true(np_policy_threads_ran_there(0.9, 1));
+        g_assert_true(np_policy_threads_ran_there(1.05, 1)); /* an interval's overshoot */
+        g_assert_false(np_policy_threads_ran_there(2.4, 1));
+        g_assert_false(np_policy_threads_ran_there(2.4, 2));
+        g_assert_true(np_policy_threads_ran_there(1.2, 2));
+        g_assert_true(np_policy_threads_ran_there(2.4, 4));
+        g_assert_false(np_policy_threads_ran_there(0.2, 0));
+}
+
 /* The Decision's words for the homes: by thread id; "its own node" when
  * every thread has a node to itself, "one node" when two share one. */
 static void test_clause(void) {
@@ -270,5 +283,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/homes/no-room", test_no_room);
         g_test_add_func("/homes/room-and-nodes", test_room_and_nodes);
         g_test_add_func("/homes/clause", test_clause);
+        g_test_add_func("/homes/ran-there", test_ran_there);
         return g_test_run();
 }
