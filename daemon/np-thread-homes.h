@@ -49,7 +49,8 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
  * pages (their faults read now)? NP_HOMES_GIVEN when they do
  * (NpPolicyProcess.thread_workers), NP_HOMES_FEW_FAULTS when the kernel
  * has not counted enough of them yet, else another reason (FEW_THREADS
- * also when the balancing is off or they run on one node). */
+ * also when the balancing is off or they run on one node: last ran there,
+ * and used no more CPU than it has, np_policy_threads_ran_there()). */
 NpHomesWhy np_thread_homes_workers(NpManager *m, const NpProcess *p);
 
 /* What the kernel's balancing moved of p since its homes were last
