@@ -253,7 +253,8 @@ def run_one(args, scenario, way):
     out["decisions"] = res.all("decision")
     # what numaplaced decided and did, from its log (np_stop_numaplaced)
     out["log"] = [x for x in res.all("numaplaced.log")
-                  if any(k in x for k in ("Placing ", "Placed ", "Not moving", "Not deciding", "Not placing"))]
+                  if any(k in x for k in ("Placing ", "Placed ", "Not moving", "Not deciding", "Not placing",
+                                          "Keeping the busy threads", "Widening the placement"))]
     return out
 
 
