@@ -21,7 +21,8 @@ The same churn runs once before for warm-up; the baseline is taken after
 it, when everything it started is gone. After the soak, when everything is
 gone again: the daemon is running, its descriptors and the bus objects are
 exactly the baseline's, its RSS is within RSS_SLACK_KB of it (allocator
-noise, as in test_bus_robustness.py), MigratedBytes grew by what
+noise, as in test_bus_robustness.py; where the RSS is, is printed) and its
+own memory gets no transparent huge pages (THP_enabled 0), MigratedBytes grew by what
 /proc/vmstat's pgmigrate_success says moved, no task is left in a cgroup of
 the daemon and nothing is held, the configuration is not in error and it is
 not paused. Then SIGTERM removes its hierarchy.
@@ -41,9 +42,10 @@ TOPO = npvm.Topology(4, mem_mb=384, cpus=1)
 # second apart were equal), but where it settles differs from boot to boot:
 # after the warm-up 5692 to 6192 kB in five runs, after the soak 5996 to
 # 6220 kB, and 250 scans of churn grew it by 32 kB. So the baseline can be
-# below the working size the soak reaches (what the warm-up did not need
-# yet was not found: a malloc arena or a heap top, perhaps); 512 kB failed
-# once on such a baseline (+528).
+# below the working size the soak reaches (the split rss_parts prints puts
+# most of the spread in the library pages touched: files 4796 to 5012 kB
+# at the baselines of 11 runs, heap and anonymous within 30 kB);
+# 512 kB failed once on such a baseline (+528).
 # A jump of 1.3 MB, in the warm-up or in the soak (in the last 3 full runs
 # of the suite, 3 of 14 runs by hand), was libcgroup's static tables (2.4 MB
 # of .bss, about 200 pages in use) made resident by khugepaged collapsing
