@@ -4,7 +4,9 @@
 kernel's automatic NUMA balancing, in the same 4-node QEMU VM setup.
 
 Four scenarios, each run four ways, one fresh boot per way and run (4 nodes
-x 512 MB, one vCPU each unless --cpus says more, cgroup v1):
+x 512 MB, one vCPU each unless --cpus says more, cgroup v1; numaplaced
+with Mode=enforce unless --mode advise, which has it scan and decide but
+never place):
 
   1  interleaved  two busy 320 MB processes whose memory was allocated
                   interleaved over 0-3, then the policy set back to default
@@ -185,7 +187,7 @@ def run_one(args, scenario, way):
     if way in ("numaplaced", "both"):
         vm.add_dbus()
         vm.add_daemon()
-        vm.add_file("etc/np.conf", "[Daemon]\nMode=enforce\n")
+        vm.add_file("etc/np.conf", f"[Daemon]\nMode={args.mode}\n")
     if way == "numad":
         vm.add_commands("numad")
     script = SCRIPT.replace("{way}", way).replace("{start}", start).replace(
@@ -201,7 +203,7 @@ def run_one(args, scenario, way):
         samples.append((float(f[0]) - t0, int(f[1]) / 1000.0, int(f[2]) / 1000.0, int(f[3]), int(f[4]), int(f[5]),
                         int(f[6]) if len(f) > 6 and f[6].isdigit() else 0))
     out = {"samples": samples, "balancing": res.get("balancing"), "duration": args.duration,
-           "every": args.every, "cpus": args.cpus}
+           "every": args.every, "cpus": args.cpus, "mode": args.mode}
     # the placer's CPU once the moves are over: from STEADY_FROM s to the end, per minute
     hz = res.int("hz") or 100
     steady = [x for x in samples if x[0] >= STEADY_FROM]
@@ -305,6 +307,9 @@ def main():
     ap.add_argument("--cpus", type=int, default=1,
                     help="vCPUs per node (2 lets numa01's pair share a node at TargetUtilization=85%%)")
     ap.add_argument("--ways", default=",".join(WAYS))
+    ap.add_argument("--mode", choices=("enforce", "advise"), default="enforce",
+                    help="numaplaced's Mode= in the ways numaplaced and both (advise: it scans and decides, "
+                         "never places)")
     ap.add_argument("--scenarios", default="1,2,3,4")
     ap.add_argument("--png", default=os.path.join(npvm.vm_build_dir(), "bench-policy.png"))
     ap.add_argument("--json", help="write the results here (after every run, so a broken run keeps the others)")
