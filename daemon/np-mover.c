@@ -23,7 +23,9 @@ typedef struct {
 } Slot;
 
 struct NpMover {
+        sd_event *event;
         sd_event_source *io; /* the workers' eventfd on the main loop */
+        sd_event_source *retry; /* asks the owner again (NP_MOVER_RETRY_USEC) */
         int efd;
         GQueue queue; /* NpMove*, waiting */
         GPtrArray *running; /* Slot*, on their workers, in the order they started */
@@ -129,8 +131,10 @@ static void deliver(NpMover *m, NpMove *mv) {
 }
 
 /* May mv, at the head of the queue, start while other moves run? Only to
- * nodes none of them moves to, and when the owner says so. */
-static bool may_join(NpMover *m, const NpMove *mv) {
+ * nodes none of them moves to, and when the owner says so. *owner_said_no:
+ * only the owner's answer kept it back. */
+static bool may_join(NpMover *m, const NpMove *mv, bool *owner_said_no) {
+        *owner_said_no = false;
         if (!m->may_start || !mv->nodes)
                 return false;
         for (guint i = 0; i < m->running->len; i++) {
@@ -138,7 +142,36 @@ static bool may_join(NpMover *m, const NpMove *mv) {
                 if (!run->nodes || np_mask_intersects(run->nodes, mv->nodes))
                         return false;
         }
-        return m->may_start(mv, m->userdata);
+        *owner_said_no = !m->may_start(mv, m->userdata);
+        return !*owner_said_no;
+}
+
+static void kick(NpMover *m);
+
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
+        kick(userdata);
+        return 0;
+}
+
+/* Ask the owner about the head of the queue again in NP_MOVER_RETRY_USEC:
+ * what it waits for (room on its nodes) comes while the running moves
+ * run, not only when they end. */
+static void arm_retry(NpMover *m) {
+        int r;
+
+        if (m->retry) {
+                r = sd_event_source_set_time_relative(m->retry, NP_MOVER_RETRY_USEC);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(m->retry, SD_EVENT_ONESHOT);
+        } else {
+                r = sd_event_add_time_relative(m->event, &m->retry, CLOCK_MONOTONIC, NP_MOVER_RETRY_USEC, 0, on_retry,
+                                               m);
+                if (r >= 0)
+                        (void) sd_event_source_set_description(m->retry, "mover-retry");
+        }
+        if (r < 0)
+                log_debug("The mover cannot arm its retry timer (%s); the next move waits for the running ones",
+                          g_strerror(-r));
 }
 
 /* Start moves from the head of the queue: one when none runs, more while
@@ -149,8 +182,12 @@ static void kick(NpMover *m) {
         m->kicking = true;
         while (!g_queue_is_empty(&m->queue)) {
                 NpMove *mv = g_queue_peek_head(&m->queue);
-                if (m->running->len > 0 && !may_join(m, mv))
+                bool owner_said_no = false;
+                if (m->running->len > 0 && !may_join(m, mv, &owner_said_no)) {
+                        if (owner_said_no)
+                                arm_retry(m);
                         break;
+                }
                 g_queue_pop_head(&m->queue);
                 int r = m->prepare(mv, m->userdata);
 
@@ -220,6 +257,7 @@ NpMover *np_mover_new(sd_event *event, NpMovePrepareFn prepare, NpMoveMayStartFn
 
         g_return_val_if_fail(event && prepare && done, NULL);
         m->running = g_ptr_array_new();
+        m->event = sd_event_ref(event);
         m->prepare = prepare;
         m->may_start = may_start;
         m->done = done;
@@ -280,6 +318,8 @@ void np_mover_free(NpMover *m) {
         if (m->prepare && m->running)
                 np_mover_stop(m);
         sd_event_source_disable_unref(m->io);
+        sd_event_source_disable_unref(m->retry);
+        sd_event_unref(m->event);
         if (m->efd >= 0)
                 close(m->efd);
         if (m->running)

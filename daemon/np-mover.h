@@ -9,15 +9,18 @@
  * Moves start in the order they were submitted. The one at the head of the
  * queue starts when none runs, or beside those running when it moves to
  * nodes (mv->nodes, set by the owner) that none of them moves to and the
- * owner's may_start() agrees; otherwise it waits for them to end. A move
- * without nodes, or a mover without may_start(), runs alone.
+ * owner's may_start() agrees; otherwise it waits for them to end. When
+ * only may_start() kept it back, the mover asks again every
+ * NP_MOVER_RETRY_USEC while those run (the room it waits for comes as
+ * their pages leave). A move without nodes, or a mover without
+ * may_start(), runs alone.
  *
  * A move's life, all callbacks on the main loop (the sd-event loop the mover
  * was created with):
  *
  *   np_mover_submit()  queues it (FIFO);
  *   may_start(mv)      (only while other moves run) may it start beside
- *                      them now?
+ *                      them now? (asked again later when not)
  *   prepare(mv)        when it starts: the owner confines the process and
  *                      fills mv->plan (and may change max_rate); a negative
  *                      return skips the worker and goes straight to done()
@@ -65,6 +68,10 @@
 #include <systemd/sd-event.h>
 
 #include "np-migrate.h"
+
+/* How often the head of the queue is offered to may_start() again while
+ * the owner says not yet (above). */
+#define NP_MOVER_RETRY_USEC (500 * 1000)
 
 typedef struct NpMove {
         pid_t pid;

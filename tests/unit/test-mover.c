@@ -3,13 +3,13 @@
  * The mover (np-mover.c) on a real sd-event loop with real child processes:
  * moves run on worker threads while the loop keeps running, one at a time
  * in submission order unless they move to different nodes (then side by
- * side, when the owner agrees), a second move of the same pid is refused,
- * cancelling a queued or a running (paced) move, stop, and a prepare()
- * failure; the worker runs on the move's CPUs where it may, and without
- * CAP_SYS_NICE unless the move may take shared pages. This machine
- * has one NUMA node, so the plans here are the no-op pair 0 -> 0 (the
- * kernel moves nothing) and the long move is made long by MaxRate pacing of
- * the child's memory on node 0.
+ * side, when the owner agrees, and it is asked again while it does not), a
+ * second move of the same pid is refused, cancelling a queued or a running
+ * (paced) move, stop, and a prepare() failure; the worker runs on the
+ * move's CPUs where it may, and without CAP_SYS_NICE unless the move may
+ * take shared pages. This machine has one NUMA node, so the plans here are
+ * the no-op pair 0 -> 0 (the kernel moves nothing) and the long move is
+ * made long by MaxRate pacing of the child's memory on node 0.
  */
 #include <errno.h>
 #include <glib.h>
@@ -75,6 +75,7 @@ typedef struct {
         NpMask *cpus; /* prepare() gives each move these CPUs (NULL: none) */
         bool move_shared; /* prepare() sets mv->move_shared to it */
         bool allow_join; /* what may_start() says */
+        unsigned yes_from; /* ... or yes from its yes_from-th call on (0: never) */
         unsigned prepared;
         unsigned asked; /* may_start() calls */
 } Fixture;
@@ -99,7 +100,7 @@ static int prepare(NpMove *mv, void *userdata) {
 static bool may_start(const NpMove *mv, void *userdata) {
         Fixture *f = userdata;
         f->asked++;
-        return f->allow_join;
+        return f->allow_join || (f->yes_from && f->asked >= f->yes_from);
 }
 
 static void done(NpMove *mv, void *userdata) {
@@ -306,6 +307,38 @@ static void test_parallel(Fixture *f, gconstpointer data) {
         reap_child(b);
         reap_child(c);
         reap_child(d);
+}
+
+/* A move the owner kept back is offered to it again while the move before
+ * it runs (the room it waited for comes while that runs), and starts
+ * beside it when the owner agrees. */
+static void test_ask_again(Fixture *f, gconstpointer data) {
+        pid_t a = spawn_child(), b = spawn_child();
+        f->yes_from = 3;
+
+        /* a paced to take CHILD_MB s; b to other nodes, kept back */
+        g_assert_cmpint(np_mover_submit(f->mover, move_to(a, 1u << 20, "0")), ==, 0);
+        g_assert_cmpint(np_mover_submit(f->mover, move_to(b, 0, "1")), ==, 0);
+        g_assert_cmpuint(f->asked, ==, 1);
+        g_assert_false(np_mover_running(f->mover, b));
+
+        /* the loop asks again until the owner agrees: b runs and ends, a
+         * still runs */
+        run_until(f, 1, 10 * G_USEC_PER_SEC);
+        g_assert_cmpuint(f->order->len, ==, 1);
+        g_assert_cmpint(GPOINTER_TO_INT(f->order->pdata[0]), ==, b);
+        g_assert_cmpint(g_array_index(f->results, int, 0), ==, 0);
+        g_assert_cmpuint(f->asked, ==, 3);
+        g_assert_true(np_mover_running(f->mover, a));
+
+        /* nothing is waiting: nobody is asked any more */
+        for (int i = 0; i < 3; i++)
+                g_assert_cmpint(sd_event_run(f->event, NP_MOVER_RETRY_USEC), >=, 0);
+        g_assert_cmpuint(f->asked, ==, 3);
+        np_mover_stop(f->mover);
+        g_assert_cmpuint(f->order->len, ==, 2);
+        reap_child(a);
+        reap_child(b);
 }
 
 /* Two paced moves to different nodes run at once, each on a worker of
@@ -528,6 +561,7 @@ int main(int argc, char **argv) {
         ADD("/mover/data-freed", test_data_freed);
         ADD("/mover/parallel", test_parallel);
         ADD("/mover/parallel-stop", test_parallel_stop);
+        ADD("/mover/ask-again", test_ask_again);
         ADD("/mover/runs-near", test_runs_near);
         ADD("/mover/shared-pages-cap", test_shared_pages_cap);
 #undef ADD
