@@ -410,6 +410,35 @@ static void kernel_context(const NpLedger *l, const NpPolicyProcess *p, NpReason
                 r->kernel = NP_KERNEL_NOT_LOCAL;
 }
 
+/* The kernel's balancing is moving p's memory to the nodes it runs on
+ * (kernel_context() said so into r). p is left to it, its decision KEEP and
+ * its memory counted on those nodes (the kernel fills them), when the
+ * kernel moved more of it since the read before than is left to move (at
+ * that pace it is done before the next scan, sooner than a move of
+ * numaplaced's, which would cross pages the kernel moves meanwhile), or
+ * when the set the policy would choose has none of those nodes (no undoing
+ * within seconds what the kernel just did: those pages would cross the
+ * machine twice). NULL otherwise: numaplaced finishes it in one move. */
+static NpDecision *left_to_kernel(NpLedger *l, const NpPolicyProcess *p, NpReason *r) {
+        if ((r->kernel != NP_KERNEL_MOVING && r->kernel != NP_KERNEL_BEGAN) || !p->running)
+                return NULL;
+        double loc = locality(p);
+        if (r->kernel == NP_KERNEL_MOVING && 1.0 - loc <= loc - p->locality_before)
+                r->code = NP_REASON_KERNEL_FINISHING;
+        else {
+                g_autoptr(NpMask) set = np_choose_set(l, p, NULL, p->left, false);
+                if (!set || np_mask_intersects(set, p->running))
+                        return NULL;
+                r->code = NP_REASON_LEFT_TO_KERNEL;
+                r->nodes = g_steal_pointer(&set);
+                r->target_utilization = l->params->target_utilization;
+        }
+        np_ledger_commit(l, p, p->running);
+        r->cpu = p->cpu;
+        r->bytes = p->mem;
+        return decision(p->pid, NP_DECISION_KEEP, NULL, r);
+}
+
 static gint cmp_size(gconstpointer a, gconstpointer b, gpointer data) {
         const NpPolicyProcess *procs = data;
         const NpPolicyProcess *x = &procs[*(const guint *) a], *y = &procs[*(const guint *) b];
@@ -552,6 +581,8 @@ static GPtrArray *decide_each(const NpPolicyNode *nodes, guint n_nodes, const Np
                         r.kernel = kernel_cannot(&l, p);
                 }
                 bool local = loc * 100.0 >= (double) params->memory_locality_target && p->running && !spread;
+                if (!spread && (out[i] = left_to_kernel(&l, p, &r)))
+                        continue;
                 out[i] = place_or_nofit(&l, p, NULL, local ? p->running : NULL, &r);
         }
 

@@ -68,6 +68,11 @@ static void add_shortage(GString *o, const NpShortage *x) {
         }
 }
 
+/* Does the outcome leave the process to the kernel's balancing? */
+static bool left_to_kernel(const NpReason *r) {
+        return r->code == NP_REASON_KERNEL_FINISHING || r->code == NP_REASON_LEFT_TO_KERNEL;
+}
+
 static void add_kernel(GString *o, const NpReason *r) {
         switch (r->kernel) {
         case NP_KERNEL_INTERLEAVED:
@@ -79,17 +84,15 @@ static void add_kernel(GString *o, const NpReason *r) {
                                 "huge pages, shared memory or files mapped read-only); ");
                 break;
         case NP_KERNEL_BEGAN:
-                g_string_append_printf(o,
-                                       "the kernel's NUMA balancing has begun moving its memory (%.0f MiB so far), "
-                                       "numaplaced decides at first sight; ",
+                g_string_append_printf(o, "the kernel's NUMA balancing has begun moving its memory (%.0f MiB so far)",
                                        (double) r->kernel_moved / MIB);
+                g_string_append(o, left_to_kernel(r) ? "; " : ", numaplaced decides at first sight; ");
                 break;
         case NP_KERNEL_MOVING:
                 g_string_append_printf(
-                        o,
-                        "the kernel's NUMA balancing is moving its memory to its threads (up from %.0f%%), "
-                        "numaplaced finishes it in one move; ",
+                        o, "the kernel's NUMA balancing is moving its memory to its threads (up from %.0f%%)",
                         r->kernel_before * 100.0);
+                g_string_append(o, left_to_kernel(r) ? "; " : ", numaplaced finishes it in one move; ");
                 break;
         case NP_KERNEL_NOT_LOCAL:
                 g_string_append(o, "the kernel's NUMA balancing has not made it local; ");
@@ -344,6 +347,17 @@ char *np_reason_render(const NpReason *r) {
                 break;
         case NP_REASON_STILL_BEST:
                 g_string_append_printf(o, "; its nodes %s are still the best", nodes);
+                break;
+        case NP_REASON_KERNEL_FINISHING:
+                g_string_append(o,
+                                ": the kernel moved more of it since the read before than is left to move, and is "
+                                "done sooner than a move would be: left to the kernel");
+                break;
+        case NP_REASON_LEFT_TO_KERNEL:
+                g_string_append_printf(o,
+                                       "%sthe nodes with room for it at TargetUtilization=%u%% (%s) would take its "
+                                       "memory from where the kernel moves it: left to the kernel",
+                                       but(r), r->target_utilization, nodes);
                 break;
         case NP_REASON_PLACE:
         case NP_REASON_PLACE_MEMORY:

@@ -93,6 +93,10 @@ typedef enum {
         NP_REASON_THREAD_FAULTS_PENDING, /* it needs `nodes` (a set of several), its busy threads'
                                           * faults are not counted yet: left where it is (KEEP) */
         NP_REASON_STILL_BEST, /* its nodes `nodes` are still the best (KEEP) */
+        NP_REASON_KERNEL_FINISHING, /* the kernel moved more of it since the read before than is
+                                     * left to move (KEEP) */
+        NP_REASON_LEFT_TO_KERNEL, /* the kernel is moving it to the nodes it runs on; `nodes`, the
+                                   * set with room at target_utilization, are others (KEEP) */
         NP_REASON_PLACE, /* place on `nodes`: dist_lo, dist_hi, bytes to move; alone_node, alone (MOVE) */
         NP_REASON_PLACE_MEMORY, /* its memory goes to `nodes` (dist_lo, dist_hi, bytes to move), its
                                  * threads run where they may (MOVE) */

@@ -481,8 +481,9 @@ static bool to_one_node(GPtrArray *d, guint i) {
  * node 2 with 57% of its pages there gets node 2 alone (was 2-3: "2 alone
  * is too small (CPUs: 0.24 of others' and its 0.88, ...)"); the scheduler
  * moves the other load to the three nodes with room. The same with the
- * kernel having brought 79% of its pages to node 0, where it runs: it is
- * finished there (was placed on 1, its pages crossing twice). */
+ * kernel having brought 79% of its pages to node 0, where it runs (from
+ * 60%): it is finished there (was placed on 1, its pages crossing twice);
+ * from 19%, it is left to the kernel. */
 static void test_one_thread_fills_its_node(void) {
         Machine m;
         one_cpu_nodes(&m, 0.24);
@@ -499,7 +500,7 @@ static void test_one_thread_fills_its_node(void) {
         k.params.kernel_balancing = true;
         NpPolicyProcess *q = process(&k, 168, 0.9, "0", (unsigned[]){ 253, 23, 22, 22 });
         q->balanced = q->mem;
-        q->locality_before = 0.19;
+        q->locality_before = 0.60;
         NpPolicyProcess *r = process(&k, 169, 0.9, "3", (unsigned[]){ 80, 80, 80, 80 });
         r->balanced = r->mem;
         r->locality_before = 0.25;
@@ -508,6 +509,14 @@ static void test_one_thread_fills_its_node(void) {
         g_assert_cmpint(why(e, 0)->kernel, ==, NP_KERNEL_MOVING);
         g_assert_cmpuint(why(e, 0)->bytes, ==, 67 * MiB);
         assert_move(e, 1, "3");
+        /* up from 19%: the kernel moved more since the read before than
+         * is left, and is done before the next scan: left to it, and
+         * node 0 still taken */
+        q->locality_before = 0.19;
+        g_autoptr(GPtrArray) e2 = decide(&k);
+        assert_keep(e2, 0, NP_REASON_KERNEL_FINISHING);
+        g_assert_cmpint(why(e2, 0)->kernel, ==, NP_KERNEL_MOVING);
+        assert_move(e2, 1, "3");
         machine_clear(&k);
 
         /* the machine full: no node can leave its share to the others,
@@ -1584,8 +1593,8 @@ static void set_pages(Machine *m, guint i, guint n, unsigned mb) {
  * made local on node 3 by the kernel while a, interleaved, was not placed
  * yet): a process already local keeps its node before the others are
  * placed, so a never takes node 3 from b; one the kernel is moving is
- * finished on the node its threads run on; the Decisions say what the
- * kernel does. */
+ * finished on the node its threads run on, or left to the kernel when the
+ * nodes with room are others; the Decisions say what the kernel does. */
 static void test_kernel_balancing(void) {
         Machine m;
         machine_init(&m, 4, 1, 512 * MiB);
@@ -1622,6 +1631,32 @@ static void test_kernel_balancing(void) {
         g_assert_cmpfloat_with_epsilon(why(d2, 1)->kernel_before, 0.55, 1e-9);
         g_assert_cmpfloat_with_epsilon(why(d2, 1)->share, 0.70, 0.005);
         g_assert_false(np_mask_test(dec(d2, 0)->nodes, 3));
+
+        /* the same with node 3 short of room at TargetUtilization=
+         * (others' memory there), node 2 with room: b is left to the
+         * kernel, not taken to 2 from where the kernel moves it (its pages
+         * would cross twice: a run of scenario 1 moved 1.6 times the
+         * minimum so); with the balancing off it goes to 2 */
+        m.nodes[3].mem_free -= 150 * MiB;
+        g_autoptr(GPtrArray) d2b = decide(&m);
+        assert_keep(d2b, 1, NP_REASON_LEFT_TO_KERNEL);
+        g_assert_cmpint(why(d2b, 1)->kernel, ==, NP_KERNEL_MOVING);
+        g_assert_nonnull(why(d2b, 1)->nodes);
+        g_assert_false(np_mask_test(why(d2b, 1)->nodes, 3));
+        g_assert_false(np_mask_test(dec(d2b, 0)->nodes, 3));
+        m.params.kernel_balancing = false;
+        g_autoptr(GPtrArray) d2c = decide(&m);
+        g_assert_cmpint(dec(d2c, 1)->kind, ==, NP_DECISION_MOVE);
+        g_assert_false(np_mask_test(dec(d2c, 1)->nodes, 3));
+        m.params.kernel_balancing = true;
+        m.nodes[3].mem_free += 150 * MiB;
+
+        /* up from 35%: the kernel moved more since the read before than is
+         * left; it is done before the next scan, left to it */
+        b->locality_before = 0.35;
+        g_autoptr(GPtrArray) d2d = decide(&m);
+        assert_keep(d2d, 1, NP_REASON_KERNEL_FINISHING);
+        g_assert_false(np_mask_test(dec(d2d, 0)->nodes, 3));
 
         /* not moved by the kernel yet (even pages): each on the node its
          * thread runs on, although node 0 has more room; with the

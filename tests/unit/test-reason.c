@@ -251,6 +251,29 @@ static void test_kernel_clauses(void) {
         check(r, "3", "1,3",
               "the kernel's NUMA balancing has begun moving its memory (116 MiB so far), numaplaced decides at first "
               "sight; 74% of its memory is on the nodes it runs on (1,3): place on 3 (126 MiB to move)");
+        /* its nodes short of room, the set with room elsewhere: left to
+         * the kernel, which moves it there anyway */
+        r.code = NP_REASON_LEFT_TO_KERNEL;
+        r.target_utilization = 85;
+        check(r, "2", "3",
+              "the kernel's NUMA balancing has begun moving its memory (116 MiB so far); 74% of its memory is on the "
+              "nodes it runs on (3), but the nodes with room for it at TargetUtilization=85% (2) would take its memory "
+              "from where the kernel moves it: left to the kernel");
+        r.kernel = NP_KERNEL_MOVING;
+        r.kernel_before = 0.18;
+        r.share = 0.69;
+        check(r, "2", "3",
+              "the kernel's NUMA balancing is moving its memory to its threads (up from 18%); 69% of its memory is on "
+              "the nodes it runs on (3), but the nodes with room for it at TargetUtilization=85% (2) would take its "
+              "memory from where the kernel moves it: left to the kernel");
+        r.code = NP_REASON_KERNEL_FINISHING;
+        r.kernel_before = 0.19;
+        r.share = 0.73;
+        check(r, NULL, "3",
+              "the kernel's NUMA balancing is moving its memory to its threads (up from 19%); 73% of its memory is on "
+              "the nodes it runs on (3): the kernel moved more of it since the read before than is left to move, and "
+              "is done sooner than a move would be: left to the kernel");
+        r.code = NP_REASON_PLACE;
         r.kernel = NP_KERNEL_NOT_LOCAL;
         r.share = 0.25;
         r.bytes = 240 * 1024 * 1024;
