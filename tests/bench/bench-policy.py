@@ -38,8 +38,10 @@ never place):
 until f56fd9f the workloads ran --duty 50, which np-workload did not hold to
 under TCG either, measured at 0.93 CPUs, so earlier runs are comparable). Every 2 s (--every) the VM samples each process's
 locality (the share of its pages on its fullest node, from numa_maps),
-pgmigrate_success, numa_pte_updates and numa_hint_faults, for --duration
-seconds. Printed per scenario and way: seconds from the workload's start
+pgmigrate_success, numa_pte_updates and numa_hint_faults, and the node each
+of its threads last ran on (the JSON's samples only), for --duration
+seconds; with --trace also every node's MemFree and each process's kB per
+node (the JSON's "trace"; it reads numa_maps once more per sample). Printed per scenario and way: seconds from the workload's start
 until each process first had >= 95% of its pages on one node (or never),
 the same from when it became significant ("after sig.": from when its
 np-workload was ready, its memory allocated and its sweep begun; 0 when it
@@ -122,20 +124,28 @@ loc_a() {
 	_l=$(sed -n 's/^SLICES local=\([0-9]*\).*/\1/p' /tmp/a.out | tail -n 1)
 	echo "${_l:-0}"
 }
+# thread_nodes PID: the node each of its threads last ran on, one a line,
+# the main thread's first
+thread_nodes() {
+	for _t in /proc/$1/task/*/stat; do
+		_c=$(awk '{ print $39 }' "$_t" 2>/dev/null) || continue
+		for _n in /sys/devices/system/cpu/cpu$_c/node*; do echo "${_n##*node}"; done
+	done
+}
 # priv_local PID: kB of its private memory (numa_maps lines without file=)
 # on the nodes its threads last ran on, and in all
 priv_local() {
-	_nodes=
-	for _t in /proc/$1/task/*/stat; do
-		_c=$(awk '{ print $39 }' "$_t" 2>/dev/null) || continue
-		for _n in /sys/devices/system/cpu/cpu$_c/node*; do _nodes="$_nodes ${_n##*node}"; done
-	done
-	awk -v nodes="$_nodes" 'BEGIN { split(nodes, l, " "); for (i in l) on[l[i]] = 1 }
+	awk -v nodes="$(thread_nodes $1 | tr '\n' ' ')" 'BEGIN { split(nodes, l, " "); for (i in l) on[l[i]] = 1 }
 	  /file=/ { next }
 	  { ps = 4
 	  for (i = 2; i <= NF; i++) if ($i ~ /^kernelpagesize_kB=/) { split($i, a, "="); ps = a[2] }
 	  for (i = 2; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split(substr($i, 2), a, "="); t += a[2] * ps; if (a[1] in on) s += a[2] * ps } }
 	  END { print s + 0, t + 0 }' /proc/$1/numa_maps
+}
+# where PID: the same as 1:3 (the sample's last fields)
+where() {
+	_w=$(thread_nodes $1 | paste -sd: -)
+	echo "${_w:--}"
 }
 cpu_ticks() { awk '{ print $14 + $15 }' /proc/$1/stat 2>/dev/null; }
 sys_ticks() { awk '{ print $15 }' /proc/$1/stat 2>/dev/null; }
@@ -149,7 +159,11 @@ end=$(( $(date +%s) + {duration} ))
 while [ "$(date +%s)" -lt "$end" ]; do
 	np_result s $(cut -d' ' -f1 /proc/uptime) $(loc_a) $(loc $b) \
 		$(( $(np_vmstat pgmigrate_success) - m0 )) $(( $(np_vmstat numa_pte_updates) - u0 )) \
-		$(( $(np_vmstat numa_hint_faults) - f0 )) $( [ -n "$PLACER" ] && cpu_ticks $PLACER || echo 0)
+		$(( $(np_vmstat numa_hint_faults) - f0 )) $( [ -n "$PLACER" ] && cpu_ticks $PLACER || echo 0) \
+		$(where $a) $(where $b)
+	[ {trace} = 1 ] && np_result t $(cut -d' ' -f1 /proc/uptime) \
+		$(for n in $(np_nodes); do awk '/MemFree/ { printf "%s ", $4 }' /sys/devices/system/node/node$n/meminfo; done) \
+		a $(np_numa_kb $a) b $(np_numa_kb $b)
 	sleep {every}
 done
 np_result final.a $(np_numa_kb $a)
@@ -191,7 +205,8 @@ def run_one(args, scenario, way):
     if way == "numad":
         vm.add_commands("numad")
     script = SCRIPT.replace("{way}", way).replace("{start}", start).replace(
-        "{duration}", str(args.duration)).replace("{every}", f"{args.every:g}")
+        "{duration}", str(args.duration)).replace("{every}", f"{args.every:g}").replace(
+        "{trace}", "1" if args.trace else "0")
     res = vm.run(script, timeout=args.duration + 240)
     if not res.completed or res.rc != 0:
         print(res.console.replace("\r", "")[-4000:])
@@ -201,7 +216,10 @@ def run_one(args, scenario, way):
     for line in res.all("s"):
         f = line.split()
         samples.append((float(f[0]) - t0, int(f[1]) / 1000.0, int(f[2]) / 1000.0, int(f[3]), int(f[4]), int(f[5]),
-                        int(f[6]) if len(f) > 6 and f[6].isdigit() else 0))
+                        int(f[6]) if len(f) > 6 and f[6].isdigit() else 0,
+                        f[7] if len(f) > 7 else "", f[8] if len(f) > 8 else ""))
+    if args.trace:
+        out_trace = [f"{float(t.split()[0]) - t0:.2f} {t.split(None, 1)[1]}" for t in res.all("t")]
     out = {"samples": samples, "balancing": res.get("balancing"), "duration": args.duration,
            "every": args.every, "cpus": args.cpus, "mode": args.mode}
     # the placer's CPU once the moves are over: from STEADY_FROM s to the end, per minute
@@ -254,6 +272,8 @@ def run_one(args, scenario, way):
     out["numad_log"] = res.all("numad.log")
     out["decisions"] = res.all("decision")
     # what numaplaced decided and did, from its log (np_stop_numaplaced)
+    if args.trace:
+        out["trace"] = out_trace
     out["log"] = [x for x in res.all("numaplaced.log")
                   if any(k in x for k in ("Placing ", "Placed ", "Not moving", "Not deciding", "Not placing",
                                           "Keeping the busy threads", "Widening the placement"))]
@@ -311,6 +331,9 @@ def main():
                     help="numaplaced's Mode= in the ways numaplaced and both (advise: it scans and decides, "
                          "never places)")
     ap.add_argument("--scenarios", default="1,2,3,4")
+    ap.add_argument("--trace", action="store_true",
+                    help="also record, at each sample, every node's MemFree and where each process's pages are "
+                         "(kB per node), as the run's trace")
     ap.add_argument("--png", default=os.path.join(npvm.vm_build_dir(), "bench-policy.png"))
     ap.add_argument("--json", help="write the results here (after every run, so a broken run keeps the others)")
     ap.add_argument("--report", metavar="JSON", help="print the tables and draw the plot of an earlier --json; "
