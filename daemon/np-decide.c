@@ -409,8 +409,8 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *
                         .locality_before = from_stat ? -1.0 : p->locality_prev,
                         .kernel_migrated = np_process_cpu_settled(p) ? 0 : p->kernel_migrated_bytes,
                         .thread_workers = workers == NP_HOMES_GIVEN,
-                        .thread_faults_pending =
-                                workers == NP_HOMES_FEW_FAULTS && np_process_age_usec(p) < NP_HOMES_WAIT_USEC,
+                        .thread_faults_pending = (workers == NP_HOMES_FEW_FAULTS || workers == NP_HOMES_UNMEASURED) &&
+                                np_process_age_usec(p) < NP_HOMES_WAIT_USEC,
                         .kernel_churn = churn,
                         .kernel_churn_usec = churn_usec,
                         .memory_only = hold == NP_HOLD_PLACED && !advised && p->memory_only,

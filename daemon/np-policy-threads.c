@@ -17,6 +17,8 @@ const char *np_homes_why_to_string(NpHomesWhy why) {
                 return "its threads would all run on one node";
         case NP_HOMES_NO_NODES:
                 return "fewer than two nodes with CPUs and memory";
+        case NP_HOMES_UNMEASURED:
+                return "its threads' CPU use is not measured yet";
         }
         return "?";
 }

@@ -57,6 +57,7 @@ typedef enum {
         NP_HOMES_SHARED, /* too many of their faults were on shared pages */
         NP_HOMES_ONE_NODE, /* they would all go to one node: the policy places it whole */
         NP_HOMES_NO_NODES, /* fewer than two nodes with CPUs and memory */
+        NP_HOMES_UNMEASURED, /* its threads' CPU use is not measured yet (one reading) */
 } NpHomesWhy;
 
 /* Do a process's busy threads, which last ran on nodes with `cpus_there`

@@ -180,8 +180,13 @@ NpHomesWhy np_thread_homes_workers(NpManager *m, const NpProcess *p) {
                         busy_cpu += c;
                 }
         }
-        if (busy < 2)
-                return NP_HOMES_FEW_THREADS;
+        if (busy < 2) {
+                /* threads read once only (new since the reading before, as
+                 * all of them are when it became significant in this scan)
+                 * have no use over an interval yet: they may be busy */
+                guint unmeasured = p->threads > p->thread_cpu->len ? p->threads - p->thread_cpu->len : 0;
+                return busy + unmeasured >= 2 ? NP_HOMES_UNMEASURED : NP_HOMES_FEW_THREADS;
+        }
         /* all on one node: placed whole, unless they used more CPU than
          * that node has (they were there together only for a moment) */
         if (np_mask_weight(p->running_nodes) < 2) {

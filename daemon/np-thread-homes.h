@@ -48,7 +48,10 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
  * least two busy threads of p, on more than one node, work on their own
  * pages (their faults read now)? NP_HOMES_GIVEN when they do
  * (NpPolicyProcess.thread_workers), NP_HOMES_FEW_FAULTS when the kernel
- * has not counted enough of them yet, else another reason (FEW_THREADS
+ * has not counted enough of them yet, NP_HOMES_UNMEASURED when fewer than
+ * two are busy but threads read once only (new since the reading before:
+ * all of them when it became significant in this scan) may be, else
+ * another reason (FEW_THREADS
  * also when the balancing is off or they run on one node: last ran there,
  * and used no more CPU than it has, np_policy_threads_ran_there()). */
 NpHomesWhy np_thread_homes_workers(NpManager *m, const NpProcess *p);

@@ -444,12 +444,10 @@ static void test_kernel_watch(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(p->maps_age.scans, >, 0);
 }
 
-/* np_thread_homes_workers(): a process's busy threads read as all on one
- * node (where each last ran, a moment) are placed whole when they could
- * have run there, and judged by their faults when they used more CPU than
- * that node has (the scheduler had only just brought them together). The
- * 4node fixture: 4 CPUs a node; bigdb (4242) with the balancing on. */
+/* p's n threads, each measured at cpu over the interval (p->threads = n),
+ * its busy ones last ran on `running`. */
 static void set_threads(NpProcess *p, guint n, double cpu, const char *running) {
+        p->threads = n;
         g_clear_pointer(&p->thread_cpu, g_array_unref);
         p->thread_cpu = g_array_new(FALSE, FALSE, sizeof(NpThreadCpu));
         for (guint i = 0; i < n; i++) {
@@ -460,6 +458,12 @@ static void set_threads(NpProcess *p, guint n, double cpu, const char *running) 
         g_assert_cmpint(np_mask_parse(running, &p->running_nodes), ==, 0);
 }
 
+/* np_thread_homes_workers(): a process's busy threads read as all on one
+ * node (where each last ran, a moment) are placed whole when they could
+ * have run there, and judged by their faults when they used more CPU than
+ * that node has (the scheduler had only just brought them together);
+ * threads not measured over an interval yet may be busy. The 4node
+ * fixture: 4 CPUs a node; bigdb (4242) with the balancing on. */
 static void test_homes_workers_one_node(Fixture *f, gconstpointer data) {
         set_stat(f, 1000, 262144);
         g_assert_cmpint(np_scan_run(f->m), ==, 0);
@@ -489,6 +493,23 @@ static void test_homes_workers_one_node(Fixture *f, gconstpointer data) {
         g_assert_cmpint(np_thread_homes_workers(f->m, p), ==, NP_HOMES_GIVEN);
         /* one busy thread is too few anywhere */
         set_threads(p, 1, 0.8, "1-2");
+        g_assert_cmpint(np_thread_homes_workers(f->m, p), ==, NP_HOMES_FEW_THREADS);
+        /* threads read once only (all of them when it became significant
+         * in this scan; a numa02 so decided was placed whole): which are
+         * busy is not known yet. Its main thread measured, four workers
+         * new since; none measured; a one-thread process */
+        set_threads(p, 1, 0.07, "0-3");
+        p->threads = 5;
+        g_assert_cmpint(np_thread_homes_workers(f->m, p), ==, NP_HOMES_UNMEASURED);
+        set_threads(p, 0, 0.0, "0-3");
+        p->threads = 5;
+        g_assert_cmpint(np_thread_homes_workers(f->m, p), ==, NP_HOMES_UNMEASURED);
+        p->threads = 1;
+        g_assert_cmpint(np_thread_homes_workers(f->m, p), ==, NP_HOMES_FEW_THREADS);
+        /* all of them measured, one busy: too few */
+        set_threads(p, 3, 0.8, "1-2");
+        g_array_index(p->thread_cpu, NpThreadCpu, 1).cpu = 0.01;
+        g_array_index(p->thread_cpu, NpThreadCpu, 2).cpu = 0.01;
         g_assert_cmpint(np_thread_homes_workers(f->m, p), ==, NP_HOMES_FEW_THREADS);
 }
 
