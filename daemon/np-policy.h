@@ -112,8 +112,9 @@ typedef struct {
                               * (np-thread-homes.h) instead of the process a set of nodes */
         bool thread_faults_pending; /* the kernel's NUMA balancing (on) has not counted enough of
                                      * its busy threads' faults yet to tell whether they work on
-                                     * their own pages (a young process): it is not placed on
-                                     * several nodes before they are */
+                                     * their own pages, or its threads are not measured yet (a
+                                     * young process): it is not placed on several nodes before
+                                     * they are */
         bool memory_only; /* PLACED: only its memory is held on current, its threads run
                            * on runs_on (NP_REASON_KERNEL_CHURN) */
         const NpMask *runs_on; /* memory_only: the nodes whose CPUs its threads may use; NULL =

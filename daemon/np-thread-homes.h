@@ -40,8 +40,8 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
                              bool eligible);
 
 /* A process younger than this whose busy threads' faults are not counted
- * yet waits for them before it is placed on several nodes
- * (NpPolicyProcess.thread_faults_pending). */
+ * yet (or whose threads are not measured yet) waits for them before it is
+ * placed on several nodes (NpPolicyProcess.thread_faults_pending). */
 #define NP_HOMES_WAIT_USEC (30 * G_USEC_PER_SEC)
 
 /* For the policy's snapshot: with the kernel's NUMA balancing on, do at
@@ -51,9 +51,9 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
  * has not counted enough of them yet, NP_HOMES_UNMEASURED when fewer than
  * two are busy but threads read once only (new since the reading before:
  * all of them when it became significant in this scan) may be, else
- * another reason (FEW_THREADS
- * also when the balancing is off or they run on one node: last ran there,
- * and used no more CPU than it has, np_policy_threads_ran_there()). */
+ * another reason (FEW_THREADS also when the balancing is off or they run
+ * on one node: last ran there, and used no more CPU than it has,
+ * np_policy_threads_ran_there()). */
 NpHomesWhy np_thread_homes_workers(NpManager *m, const NpProcess *p);
 
 /* What the kernel's balancing moved of p since its homes were last
