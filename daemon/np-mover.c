@@ -23,7 +23,6 @@ typedef struct {
 } Slot;
 
 struct NpMover {
-        sd_event *event;
         sd_event_source *io; /* the workers' eventfd on the main loop */
         sd_event_source *retry; /* asks the owner again (NP_MOVER_RETRY_USEC) */
         int efd;
@@ -164,8 +163,8 @@ static void arm_retry(NpMover *m) {
                 if (r >= 0)
                         r = sd_event_source_set_enabled(m->retry, SD_EVENT_ONESHOT);
         } else {
-                r = sd_event_add_time_relative(m->event, &m->retry, CLOCK_MONOTONIC, NP_MOVER_RETRY_USEC, 0, on_retry,
-                                               m);
+                r = sd_event_add_time_relative(sd_event_source_get_event(m->io), &m->retry, CLOCK_MONOTONIC,
+                                               NP_MOVER_RETRY_USEC, 0, on_retry, m);
                 if (r >= 0)
                         (void) sd_event_source_set_description(m->retry, "mover-retry");
         }
@@ -257,7 +256,6 @@ NpMover *np_mover_new(sd_event *event, NpMovePrepareFn prepare, NpMoveMayStartFn
 
         g_return_val_if_fail(event && prepare && done, NULL);
         m->running = g_ptr_array_new();
-        m->event = sd_event_ref(event);
         m->prepare = prepare;
         m->may_start = may_start;
         m->done = done;
@@ -319,7 +317,6 @@ void np_mover_free(NpMover *m) {
                 np_mover_stop(m);
         sd_event_source_disable_unref(m->io);
         sd_event_source_disable_unref(m->retry);
-        sd_event_unref(m->event);
         if (m->efd >= 0)
                 close(m->efd);
         if (m->running)

@@ -69,7 +69,7 @@ static void add_shortage(GString *o, const NpShortage *x) {
 }
 
 /* Does the outcome leave the process to the kernel's balancing? */
-static bool left_to_kernel(const NpReason *r) {
+static bool leaves_to_kernel(const NpReason *r) {
         return r->code == NP_REASON_KERNEL_FINISHING || r->code == NP_REASON_LEFT_TO_KERNEL;
 }
 
@@ -86,13 +86,13 @@ static void add_kernel(GString *o, const NpReason *r) {
         case NP_KERNEL_BEGAN:
                 g_string_append_printf(o, "the kernel's NUMA balancing has begun moving its memory (%.0f MiB so far)",
                                        (double) r->kernel_moved / MIB);
-                g_string_append(o, left_to_kernel(r) ? "; " : ", numaplaced decides at first sight; ");
+                g_string_append(o, leaves_to_kernel(r) ? "; " : ", numaplaced decides at first sight; ");
                 break;
         case NP_KERNEL_MOVING:
                 g_string_append_printf(
                         o, "the kernel's NUMA balancing is moving its memory to its threads (up from %.0f%%)",
                         r->kernel_before * 100.0);
-                g_string_append(o, left_to_kernel(r) ? "; " : ", numaplaced finishes it in one move; ");
+                g_string_append(o, leaves_to_kernel(r) ? "; " : ", numaplaced finishes it in one move; ");
                 break;
         case NP_KERNEL_NOT_LOCAL:
                 g_string_append(o, "the kernel's NUMA balancing has not made it local; ");

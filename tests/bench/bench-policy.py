@@ -218,8 +218,6 @@ def run_one(args, scenario, way):
         samples.append((float(f[0]) - t0, int(f[1]) / 1000.0, int(f[2]) / 1000.0, int(f[3]), int(f[4]), int(f[5]),
                         int(f[6]) if len(f) > 6 and f[6].isdigit() else 0,
                         f[7] if len(f) > 7 else "", f[8] if len(f) > 8 else ""))
-    if args.trace:
-        out_trace = [f"{float(t.split()[0]) - t0:.2f} {t.split(None, 1)[1]}" for t in res.all("t")]
     out = {"samples": samples, "balancing": res.get("balancing"), "duration": args.duration,
            "every": args.every, "cpus": args.cpus, "mode": args.mode}
     # the placer's CPU once the moves are over: from STEADY_FROM s to the end, per minute
@@ -273,7 +271,7 @@ def run_one(args, scenario, way):
     out["decisions"] = res.all("decision")
     # what numaplaced decided and did, from its log (np_stop_numaplaced)
     if args.trace:
-        out["trace"] = out_trace
+        out["trace"] = [f"{float(t.split()[0]) - t0:.2f} {t.split(None, 1)[1]}" for t in res.all("t")]
     out["log"] = [x for x in res.all("numaplaced.log")
                   if any(k in x for k in ("Placing ", "Placed ", "Not moving", "Not deciding", "Not placing",
                                           "Keeping the busy threads", "Widening the placement"))]
