@@ -36,12 +36,18 @@ never place):
 "Busy" is np-workload --sweep --duty 90 --no-pin (a sweep for 90 ms of every
 100 ms: 0.9 CPUs, above the default MinProcessCPU=0.5 with room to spare;
 until f56fd9f the workloads ran --duty 50, which np-workload did not hold to
-under TCG either, measured at 0.93 CPUs, so earlier runs are comparable). Every 2 s (--every) the VM samples each process's
+under TCG either, measured at 0.93 CPUs, so earlier runs are comparable;
+--duty 30 --min-cpu 0.2 gives the vm suite's policy-converge-nb and
+policy-interleave-nb workloads and configuration: at 0.3 CPUs they are
+below the default MinProcessCPU=0.5). Every 2 s (--every) the VM samples each process's
 locality (the share of its pages on its fullest node, from numa_maps),
 pgmigrate_success, numa_pte_updates and numa_hint_faults, and the node each
 of its threads last ran on (the JSON's samples only), for --duration
 seconds; with --trace also every node's MemFree and each process's kB per
-node (the JSON's "trace"; it reads numa_maps once more per sample). Printed per scenario and way: seconds from the workload's start
+node (the JSON's "trace"; it reads numa_maps once more per sample), and each
+process's scan passes (mm->numa_scan_seq) and its threads' preferred nodes
+and NUMA groups from /proc/PID/sched, also of numaplaced and the bus (the
+JSON's "sched"). Printed per scenario and way: seconds from the workload's start
 until each process first had >= 95% of its pages on one node (or never),
 the same from when it became significant ("after sig.": from when its
 np-workload was ready, its memory allocated and its sweep begun; 0 when it
@@ -147,6 +153,15 @@ where() {
 	_w=$(thread_nodes $1 | paste -sd: -)
 	echo "${_w:--}"
 }
+# sched_numa PID: its address space's scan passes (mm->numa_scan_seq), then
+# each thread's preferred node and NUMA group (-1 and 0: none), main first
+sched_numa() {
+	awk '/^mm->numa_scan_seq/ { print $3; exit }' /proc/$1/sched 2>/dev/null
+	for _t in /proc/$1/task/*/sched; do
+		awk '/^numa_preferred_nid/ { p = $3 } /numa_group_id=/ { split($0, a, "numa_group_id="); g = a[2] + 0 }
+		  END { printf "%s/%s ", p, g }' "$_t" 2>/dev/null
+	done
+}
 cpu_ticks() { awk '{ print $14 + $15 }' /proc/$1/stat 2>/dev/null; }
 sys_ticks() { awk '{ print $15 }' /proc/$1/stat 2>/dev/null; }
 WAY={way}
@@ -164,6 +179,9 @@ while [ "$(date +%s)" -lt "$end" ]; do
 	[ {trace} = 1 ] && np_result t $(cut -d' ' -f1 /proc/uptime) \
 		$(for n in $(np_nodes); do awk '/MemFree/ { printf "%s ", $4 }' /sys/devices/system/node/node$n/meminfo; done) \
 		a $(np_numa_kb $a) b $(np_numa_kb $b)
+	[ {trace} = 1 ] && np_result k $(cut -d' ' -f1 /proc/uptime) a $(sched_numa $a) b $(sched_numa $b) \
+		$( [ -n "$PLACER" ] && echo placer $(sched_numa $PLACER) $(awk '/^RssAnon/ { print $2 }' /proc/$PLACER/status) ) \
+		$(for _d in $(pidof dbus-daemon); do echo dbus $(sched_numa $_d) $(awk '/^RssAnon/ { print $2 }' /proc/$_d/status); done)
 	sleep {every}
 done
 np_result final.a $(np_numa_kb $a)
@@ -201,9 +219,14 @@ def run_one(args, scenario, way):
     if way in ("numaplaced", "both"):
         vm.add_dbus()
         vm.add_daemon()
-        vm.add_file("etc/np.conf", f"[Daemon]\nMode={args.mode}\n")
+        conf = f"[Daemon]\nMode={args.mode}\n"
+        if args.min_cpu is not None:
+            conf += f"[Placement]\nMinProcessCPU={args.min_cpu:g}\n"
+        vm.add_file("etc/np.conf", conf)
     if way == "numad":
         vm.add_commands("numad")
+    if args.duty is not None:
+        start = start.replace("--duty 90", f"--duty {args.duty}")
     script = SCRIPT.replace("{way}", way).replace("{start}", start).replace(
         "{duration}", str(args.duration)).replace("{every}", f"{args.every:g}").replace(
         "{trace}", "1" if args.trace else "0")
@@ -219,7 +242,9 @@ def run_one(args, scenario, way):
                         int(f[6]) if len(f) > 6 and f[6].isdigit() else 0,
                         f[7] if len(f) > 7 else "", f[8] if len(f) > 8 else ""))
     out = {"samples": samples, "balancing": res.get("balancing"), "duration": args.duration,
-           "every": args.every, "cpus": args.cpus, "mode": args.mode}
+           "every": args.every, "cpus": args.cpus, "mode": args.mode,
+           "duty": args.duty if args.duty is not None and scenario in ("1", "2") else None,
+           "min_cpu": args.min_cpu}
     # the placer's CPU once the moves are over: from STEADY_FROM s to the end, per minute
     hz = res.int("hz") or 100
     steady = [x for x in samples if x[0] >= STEADY_FROM]
@@ -272,6 +297,7 @@ def run_one(args, scenario, way):
     # what numaplaced decided and did, from its log (np_stop_numaplaced)
     if args.trace:
         out["trace"] = [f"{float(t.split()[0]) - t0:.2f} {t.split(None, 1)[1]}" for t in res.all("t")]
+        out["sched"] = [f"{float(t.split()[0]) - t0:.2f} {t.split(None, 1)[1]}" for t in res.all("k")]
     out["log"] = [x for x in res.all("numaplaced.log")
                   if any(k in x for k in ("Placing ", "Placed ", "Not moving", "Not deciding", "Not placing",
                                           "Keeping the busy threads", "Widening the placement"))]
@@ -322,6 +348,12 @@ def main():
     ap.add_argument("--duration", type=int, default=360, help="seconds each way runs after the workloads start")
     ap.add_argument("--every", type=float, default=2.0,
                     help="seconds the VM sleeps between two samples (each takes 0.25 to 0.3 s more under TCG)")
+    ap.add_argument("--duty", type=int, choices=range(1, 101), metavar="PERCENT",
+                    help="the busy share of scenarios 1 and 2's two processes instead of 90 (30 with --min-cpu 0.2: "
+                         "the vm suite's policy-converge-nb and policy-interleave-nb)")
+    ap.add_argument("--min-cpu", type=float, metavar="CPUS",
+                    help="numaplaced's MinProcessCPU= in the ways numaplaced and both (0.2 with --duty 30, as in "
+                         "the vm suite)")
     ap.add_argument("--cpus", type=int, default=1,
                     help="vCPUs per node (2 lets numa01's pair share a node at TargetUtilization=85%%)")
     ap.add_argument("--ways", default=",".join(WAYS))
@@ -380,7 +412,8 @@ def report(args, results):
           f"{args.duration} s per way; {args.runs} run(s); figures as min/mean/trimmed mean/stddev/max "
           f"when runs > 1")
     for sc in args.scenarios:
-        print(f"\n== Scenario {sc}: {SCENARIOS[sc][0]}")
+        duty = next((x["duty"] for r in results[sc].values() for x in r if x.get("duty")), None)
+        print(f"\n== Scenario {sc}: {SCENARIOS[sc][0]}" + (f", --duty {duty}" if duty else ""))
         hdr = (f"{'way':<11} {'placed s (a)':>14} {'placed s (b)':>14} {'after sig. a':>12} {'after sig. b':>12} "
                f"{'locality a':>11} {'locality b':>11} "
                f"{'MB moved':>9} {'MB min':>7} {'moved/min':>9} {'placer CPU s':>12} {'of it sys':>9} "
