@@ -46,8 +46,8 @@ of its threads last ran on (the JSON's samples only), for --duration
 seconds; with --trace also every node's MemFree and each process's kB per
 node (the JSON's "trace"; it reads numa_maps once more per sample), and each
 process's scan passes (mm->numa_scan_seq) and its threads' preferred nodes
-and NUMA groups from /proc/PID/sched, also of numaplaced and the bus (the
-JSON's "sched"). Printed per scenario and way: seconds from the workload's start
+and NUMA groups from /proc/PID/sched, also of numaplaced and the bus with
+their RssAnon in kB (the JSON's "sched"). Printed per scenario and way: seconds from the workload's start
 until each process first had >= 95% of its pages on one node (or never),
 the same from when it became significant ("after sig.": from when its
 np-workload was ready, its memory allocated and its sweep begun; 0 when it
