@@ -341,7 +341,8 @@ static void read_threads(NpProcess *p, const NpTopology *t, NpProcTable *tab) {
                 .all = all,
                 .busy = busy,
                 .per_node = g_array_new(FALSE, FALSE, sizeof(NpNodeCpu)),
-                .threads = from_stat ? NULL : g_array_new(FALSE, FALSE, sizeof(NpThreadCpu)),
+                /* (a confined process's stat is all its threads at once) */
+                .threads = from_stat && confined >= 0 ? NULL : g_array_new(FALSE, FALSE, sizeof(NpThreadCpu)),
                 .secs = p->threads_usec && now > p->threads_usec && p->threads_from_stat == from_stat
                         ? (double) (now - p->threads_usec) / 1e6
                         : 0.0,
@@ -436,7 +437,7 @@ int np_process_read_thread_faults(const NpProcess *p, double min_cpu, GArray **o
 }
 
 bool np_process_has_thread(const NpProcess *p, pid_t tid) {
-        return !p->threads_from_stat && p->thread_ticks && g_hash_table_contains(p->thread_ticks, GINT_TO_POINTER(tid));
+        return p->thread_cpu && p->thread_ticks && g_hash_table_contains(p->thread_ticks, GINT_TO_POINTER(tid));
 }
 
 static uint64_t realtime_usec(void) {

@@ -125,7 +125,9 @@ typedef struct {
                                * CPU time since the last read and their last CPU */
         GHashTable *thread_ticks; /* tid -> utime+stime at the last read */
         GArray *thread_cpu; /* NpThreadCpu: the CPU use of each thread measured at that read
-                             * (read from its own stat, not the process's); NULL = none */
+                             * (its own stat; a process of one thread: the process's, which is
+                             * its leader's); NULL = none, or a stat read of a process confined
+                             * to one node (all its threads at once) */
         uint64_t threads_usec; /* CLOCK_MONOTONIC of that read, 0 = never */
         bool threads_from_stat; /* that read took the process's stat (one thread, or confined to one node): its
                                  * ticks include the threads that exited, a thread's do not */
@@ -240,7 +242,8 @@ int np_process_refresh(NpProcess *p, const NpTopology *t, NpProcTable *tab, unsi
 int np_process_read_thread_faults(const NpProcess *p, double min_cpu, GArray **out);
 
 /* Was tid one of p's threads at the last read of its threads? Always false
- * when that read took the process's own stat (threads_from_stat). */
+ * when that read listed no thread (thread_cpu NULL: a stat read of a
+ * process confined to one node). */
 bool np_process_has_thread(const NpProcess *p, pid_t tid);
 
 /* maps_max_scans for np_process_refresh(): read numa_maps and the other

@@ -243,6 +243,12 @@ static void test_thread_ended(void) {
         g_assert_cmpint(np_process_refresh(p, topo, tab, NP_MAPS_NOW), ==, 0);
         g_assert_cmpfloat(cpu_on(p, 0), >, 0.0);
         g_assert_cmpfloat(cpu_on(p, 0), <=, 1.5);
+        /* its one thread, the leader, measured from the process's stat */
+        g_assert_nonnull(p->thread_cpu);
+        g_assert_cmpuint(p->thread_cpu->len, ==, 1);
+        g_assert_cmpint(g_array_index(p->thread_cpu, NpThreadCpu, 0).tid, ==, pid);
+        g_assert_cmpfloat(g_array_index(p->thread_cpu, NpThreadCpu, 0).cpu, >, 0.0);
+        g_assert_true(np_process_has_thread(p, pid));
 
         kill_spinner(pid);
         np_sysroot_set(NULL);
@@ -368,6 +374,9 @@ static void test_confined(void) {
         g_assert_cmpfloat(cpu_on(p, 0), >, 0.0);
         g_assert_cmpfloat(cpu_on(p, 0), <=, 1.5);
         g_assert_cmpuint(p->cpu_per_node->len, ==, 1);
+        /* (the stat of a confined process is all its threads: none listed) */
+        g_assert_null(p->thread_cpu);
+        g_assert_false(np_process_has_thread(p, pid));
         g_autofree char *running = np_mask_format(p->running_nodes);
         g_assert_cmpstr(running, ==, "0");
 
