@@ -46,19 +46,6 @@ static void add_huge(GArray *acc, const GArray *huge_per_node) {
         }
 }
 
-static void add_cpu(GArray *acc, const GArray *cpu_per_node) {
-        for (guint k = 0; cpu_per_node && k < cpu_per_node->len; k++) {
-                const NpNodeCpu *c = &g_array_index(cpu_per_node, NpNodeCpu, k);
-                guint j = 0;
-                while (j < acc->len && g_array_index(acc, NpNodeCpu, j).node != c->node)
-                        j++;
-                if (j < acc->len)
-                        g_array_index(acc, NpNodeCpu, j).cpu += c->cpu;
-                else
-                        g_array_append_val(acc, *c);
-        }
-}
-
 /* acc | add, as a mask of g's own (acc is one of g's or NULL). */
 static const NpMask *mask_union(NpPolicyGroups *g, const NpMask *acc, const NpMask *add) {
         if (!add)
@@ -108,7 +95,7 @@ void np_policy_groups_build(NpPolicyGroups *g, const NpPolicyProcess *procs, gui
                         /* first merge into it: copies the entry may change */
                         u->per_node = own_array(g, u->per_node, sizeof(NpNodeBytes), np_node_bytes_add);
                         u->huge_per_node = own_array(g, u->huge_per_node, sizeof(NpHugeBytes), add_huge);
-                        u->cpu_per_node = own_array(g, u->cpu_per_node, sizeof(NpNodeCpu), add_cpu);
+                        u->cpu_per_node = own_array(g, u->cpu_per_node, sizeof(NpNodeCpu), np_node_cpu_add);
                         u->running = mask_union(g, NULL, u->running);
                         u->current = mask_union(g, NULL, u->current);
                         u->runs_on = mask_union(g, NULL, u->runs_on);
@@ -127,7 +114,7 @@ void np_policy_groups_build(NpPolicyGroups *g, const NpPolicyProcess *procs, gui
                 if (!p->cpu_per_node)
                         u->cpu_per_node = NULL; /* spread over running, as for a lone one */
                 else if (u->cpu_per_node)
-                        add_cpu((GArray *) u->cpu_per_node, p->cpu_per_node);
+                        np_node_cpu_add((GArray *) u->cpu_per_node, p->cpu_per_node);
                 u->cpu += p->cpu;
                 u->cpu_interval += MAX(p->cpu, p->cpu_interval);
                 u->cpu_estimated = u->cpu_estimated || p->cpu_estimated;

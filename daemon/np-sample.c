@@ -543,6 +543,19 @@ int np_parse_sched_numa_faults(const char *buf, GArray **out) {
         return 0;
 }
 
+void np_node_cpu_add(GArray *acc, const GArray *add) {
+        for (guint k = 0; add && k < add->len; k++) {
+                const NpNodeCpu *c = &g_array_index(add, NpNodeCpu, k);
+                guint j = 0;
+                while (j < acc->len && g_array_index(acc, NpNodeCpu, j).node != c->node)
+                        j++;
+                if (j < acc->len)
+                        g_array_index(acc, NpNodeCpu, j).cpu += c->cpu;
+                else
+                        g_array_append_val(acc, *c);
+        }
+}
+
 void np_pid_status_clear(NpPidStatus *s) {
         if (!s)
                 return;

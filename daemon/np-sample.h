@@ -175,6 +175,10 @@ typedef struct {
         double cpu; /* CPUs */
 } NpNodeCpu;
 
+/* Add the NpNodeCpu of `add` (may be NULL) to `acc`, node by node (a node
+ * not in acc is appended). */
+void np_node_cpu_add(GArray *acc, const GArray *add);
+
 /*
  * Readers. Each returns 0, or -ESRCH when the process is gone (any ENOENT or
  * ESRCH while reading, or an empty stat), -EINVAL for pid <= 0 or
