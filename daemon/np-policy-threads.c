@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "np-policy-threads.h"
 
+#include "np-numa-maps.h"
 #include "np-sample.h"
 
 const char *np_homes_why_to_string(NpHomesWhy why) {
@@ -19,18 +20,25 @@ const char *np_homes_why_to_string(NpHomesWhy why) {
                 return "fewer than two nodes with CPUs and memory";
         case NP_HOMES_UNMEASURED:
                 return "its threads' CPU use is not measured yet";
+        case NP_HOMES_OUTSIDE:
+                return "its group's threads would need nodes outside the group's";
         }
         return "?";
 }
 
-/* What one thread's faults say. */
+/* What one thread's pages or faults say. */
 typedef struct {
         guint index; /* in threads */
-        double decided; /* the largest share of its private faults on one node */
+        double decided; /* decided(): the largest share of its pages or private faults on one node */
 } Order;
 
-static uint64_t private_on(const NpPolicyThread *t, unsigned node) {
-        for (guint i = 0; t->faults && i < t->faults->len; i++) {
+/* What t has on node: its pages there when known, else its private faults
+ * there. */
+static uint64_t mine_on(const NpPolicyThread *t, unsigned node) {
+        for (guint i = 0; t->pages && i < t->pages->len; i++)
+                if (g_array_index(t->pages, NpNodeBytes, i).node == node)
+                        return g_array_index(t->pages, NpNodeBytes, i).bytes;
+        for (guint i = 0; !t->pages && t->faults && i < t->faults->len; i++) {
                 const NpNodeFaults *f = &g_array_index(t->faults, NpNodeFaults, i);
                 if (f->node == node)
                         return f->private_faults;
@@ -38,9 +46,15 @@ static uint64_t private_on(const NpPolicyThread *t, unsigned node) {
         return 0;
 }
 
+/* The largest share of what t has (mine_on()) on one node. */
 static double decided(const NpPolicyThread *t) {
         uint64_t sum = 0, most = 0;
-        for (guint i = 0; t->faults && i < t->faults->len; i++) {
+        for (guint i = 0; t->pages && i < t->pages->len; i++) {
+                uint64_t b = g_array_index(t->pages, NpNodeBytes, i).bytes;
+                sum += b;
+                most = MAX(most, b);
+        }
+        for (guint i = 0; !t->pages && t->faults && i < t->faults->len; i++) {
                 const NpNodeFaults *f = &g_array_index(t->faults, NpNodeFaults, i);
                 sum += f->private_faults;
                 most = MAX(most, f->private_faults);
@@ -70,7 +84,7 @@ static double own_on(const GArray *own, unsigned node) {
  * load[] after the homes given so far)? Between its home and another node,
  * both of `prefer` or neither: its home while it has room, or while the
  * other is not less loaded by NP_HOMES_LOAD_MARGIN. Otherwise, among nodes with room: one of `prefer`,
- * the most of its private faults, the least load; when neither has room:
+ * the most of its pages (mine_on()), the least load; when neither has room:
  * the less loaded first. */
 static bool better(const NpPolicyNode *nodes, const double *load, double cap_share, const NpMask *prefer,
                    const NpPolicyThread *t, guint a, guint b) {
@@ -94,7 +108,7 @@ static bool better(const NpPolicyNode *nodes, const double *load, double cap_sha
                 return la < lb;
         if (in_a != in_b)
                 return in_a;
-        uint64_t pa = private_on(t, nodes[a].id), pb = private_on(t, nodes[b].id);
+        uint64_t pa = mine_on(t, nodes[a].id), pb = mine_on(t, nodes[b].id);
         if (pa != pb)
                 return pa > pb;
         if (la != lb)
@@ -197,14 +211,24 @@ char *np_policy_homes_list(const GArray *homes) {
         return g_string_free(s, FALSE);
 }
 
-char *np_policy_homes_clause(const GArray *homes) {
+static char *clause(const GArray *homes, const char *whose) {
         bool shared = false;
         for (guint i = 0; i < homes->len && !shared; i++)
                 for (guint k = 0; k < i && !shared; k++)
                         shared = g_array_index(homes, NpThreadHome, i).node ==
                                 g_array_index(homes, NpThreadHome, k).node;
         g_autofree char *list = np_policy_homes_list(homes);
-        return g_strdup_printf("; its %u busy threads work on their own pages: each is kept on %s (%s), "
+        return g_strdup_printf("; %s work on their own pages: each is kept on %s (%s), "
                                "where the kernel's NUMA balancing moves them",
-                               homes->len, shared ? "one node" : "its own node", list);
+                               whose, shared ? "one node" : "its own node", list);
+}
+
+char *np_policy_homes_clause(const GArray *homes) {
+        g_autofree char *whose = g_strdup_printf("its %u busy threads", homes->len);
+        return clause(homes, whose);
+}
+
+char *np_policy_group_homes_clause(const GArray *homes) {
+        g_autofree char *whose = g_strdup_printf("the %u busy threads of its group", homes->len);
+        return clause(homes, whose);
 }

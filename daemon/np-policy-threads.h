@@ -18,6 +18,13 @@
  * when at least two threads are busy, they faulted at least
  * NP_HOMES_MIN_FAULTS times each on average (the kernel has looked), and
  * at least NP_HOMES_PRIVATE_SHARE of their faults were private.
+ *
+ * The same rule serves the busy threads of a group's processes on several
+ * nodes (numa01's shape: a process and its child on shared memory, each
+ * with a node's CPU). A thread the kernel counted no
+ * faults for (faults NULL: all it touches is memory the kernel does not
+ * scan, such as shared memory without a policy of its own) counts among
+ * the threads for the average, and is homed after the others.
  */
 #include <glib.h>
 #include <stdbool.h>
@@ -43,6 +50,10 @@ typedef struct {
         double cpu; /* CPUs it used over the last interval */
         const GArray *faults; /* NpNodeFaults (np-sample.h); NULL = none */
         int home; /* the node it is kept on now, -1 = none */
+        const GArray *pages; /* NpNodeBytes (np-numa-maps.h): where the pages it alone works on
+                              * are now, when that is known (the only busy thread of a process
+                              * in a group: the process's pages outside shared memory); NULL =
+                              * its private faults tell, as they were when the kernel counted them */
 } NpPolicyThread;
 
 typedef struct {
@@ -58,6 +69,7 @@ typedef enum {
         NP_HOMES_ONE_NODE, /* they would all go to one node: the policy places it whole */
         NP_HOMES_NO_NODES, /* fewer than two nodes with CPUs and memory */
         NP_HOMES_UNMEASURED, /* its threads' CPU use is not measured yet (one reading) */
+        NP_HOMES_OUTSIDE, /* a group's thread would need a node outside the group's nodes */
 } NpHomesWhy;
 
 /* Do a process's busy threads, which last ran on nodes with `cpus_there`
@@ -86,15 +98,17 @@ NpHomesWhy np_policy_threads_private(const NpPolicyThread *threads, guint n);
  * none of them has room for it.
  *
  * Threads are taken most decided first (the largest share of their
- * private faults on one node), then the busiest, then by tid. A thread
+ * pages, or of their private faults, on one node), then the busiest, then
+ * by tid. A thread
  * kept on a node (its home) stays there, against any node as much of
  * `prefer` as it, while the node has room for it, and when it has none, unless another node is
  * less loaded by NP_HOMES_LOAD_MARGIN: the load and the thread's own use
  * are measured over an interval and noisy, and a new home moves its pages
  * again. Otherwise each goes to the node that, in order: has room for it
  * at target_utilization (percent) after the homes given before; is one of
- * `prefer`; has the most of its private faults (its pages are there:
- * nothing to move); has the least load; has the lowest id. When no node
+ * `prefer`; has the most of its pages (its `pages` when known, else its
+ * private faults: nothing to move there); has the least load; has the
+ * lowest id. When no node
  * has room, the least loaded (as a share of its CPUs), then by the same
  * order.
  *
@@ -114,6 +128,12 @@ char *np_policy_homes_list(const GArray *homes);
  * kernel's NUMA balancing moves them"; "on one node" instead of "on its
  * own node" when two of them share one. Caller frees. */
 char *np_policy_homes_clause(const GArray *homes);
+
+/* The same for the busy threads of a group's processes: "; the 2 busy
+ * threads of its group work on their own pages: each is kept on its own
+ * node (171 on 0, 205 on 1), where the kernel's NUMA balancing moves
+ * them". Caller frees. */
+char *np_policy_group_homes_clause(const GArray *homes);
 
 /* "fewer than two busy threads", ...: why for the log. */
 const char *np_homes_why_to_string(NpHomesWhy why);

@@ -6,6 +6,7 @@
 #include "np-log.h"
 #include "np-placement.h"
 #include "np-policy-threads.h"
+#include "np-sample.h"
 
 /* The node p's thread tid is kept on, -1 = none. */
 static int home_of(const NpProcess *p, pid_t tid) {
@@ -68,32 +69,31 @@ static void widened(NpManager *m, int pid, uint64_t moved_bytes, const GError *e
                 log_warning("Widening the placement of %d did not complete: %s", pid, error->message);
 }
 
-char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nodes, guint n_nodes, const NpMask *prefer,
-                             bool eligible) {
-        if (!m->backend)
-                return NULL;
-        /* released, confined anew, or forgotten since: the homes went with it */
-        if (p->thread_homes && !np_backend_pins_threads(m->backend, p->pid))
-                forget_homes(p);
-        if (!eligible) {
-                if (p->thread_homes)
-                        end_homes(m, p, "the policy no longer keeps it spread over several nodes");
-                return NULL;
-        }
+/* The nodes of `homes`. */
+static NpMask *nodes_of(const GArray *homes) {
+        NpMask *all = np_mask_new();
+        for (guint i = 0; i < homes->len; i++)
+                np_mask_set(all, g_array_index(homes, NpThreadHome, i).node);
+        return all;
+}
 
-        g_autoptr(GArray) faults = NULL;
-        guint n;
-        g_autofree NpPolicyThread *threads = busy_threads(p, &faults, &n);
-        if (!threads)
-                return NULL; /* gone: the scan forgets it */
-        NpHomesWhy why;
-        g_autoptr(GArray) homes = np_policy_thread_homes(nodes, n_nodes, prefer, p->cpu_per_node, threads, n,
-                                                         m->config->target_utilization, &why);
+/* The clause p's Decision adds for `homes` (its own, or its group's). */
+static char *homes_clause(const GArray *homes, bool group) {
+        return group ? np_policy_group_homes_clause(homes) : np_policy_homes_clause(homes);
+}
+
+/* Carry out the homes the rule gave p's busy threads (`homes`, taken),
+ * NULL with `why` when it gave none. `group`: they are its group's (all
+ * within the group's nodes; p's placement is never widened for them);
+ * `shown`: what its Decision lists then. */
+static char *settle_homes(NpManager *m, NpProcess *p, GArray *homes_in, NpHomesWhy why, bool group,
+                          const GArray *shown) {
+        g_autoptr(GArray) homes = homes_in;
         if (!homes) {
                 /* a pinned thread that idles for a while keeps its home */
                 if (p->thread_homes && why != NP_HOMES_FEW_THREADS && why != NP_HOMES_FEW_FAULTS)
                         end_homes(m, p, np_homes_why_to_string(why));
-                return p->thread_homes ? np_policy_homes_clause(p->thread_homes) : NULL;
+                return p->thread_homes ? homes_clause(p->thread_homes, group) : NULL;
         }
         /* a homed thread that idles keeps its home while it lives */
         for (guint i = 0; p->thread_homes && i < p->thread_homes->len; i++) {
@@ -104,14 +104,14 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
                 if (!listed && np_process_has_thread(p, old->tid))
                         g_array_append_val(homes, *old);
         }
+        if (homes->len == 0)
+                return group && shown ? homes_clause(shown, true) : NULL;
         if (same_homes(p, homes))
-                return np_policy_homes_clause(homes);
+                return homes_clause(group && shown ? shown : homes, group);
 
         bool was_placed = np_process_held(p);
-        g_autoptr(NpMask) all = np_mask_new();
-        for (guint i = 0; i < homes->len; i++)
-                np_mask_set(all, g_array_index(homes, NpThreadHome, i).node);
-        if (was_placed && !p->threads_only && p->target && !np_mask_subset(all, p->target)) {
+        g_autoptr(NpMask) all = nodes_of(homes);
+        if (!group && was_placed && !p->threads_only && p->target && !np_mask_subset(all, p->target)) {
                 /* placed whole on too few nodes for its threads: its
                  * placement grows by the nodes they need (no page moves,
                  * they are all on its nodes), their homes follow */
@@ -153,9 +153,14 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
                 if (!np_backend_pins_threads(m->backend, p->pid))
                         return NULL;
         }
-        log_info("Keeping the busy threads of %d (%s) each on its own node: %s; the kernel's NUMA balancing moves "
-                 "the pages each works on there",
-                 p->pid, p->comm, list);
+        if (group)
+                log_info("Keeping the busy threads of %d (%s) on nodes of their own, as the other busy threads of "
+                         "its group: %s; the kernel's NUMA balancing moves the pages each works on there",
+                         p->pid, p->comm, list);
+        else
+                log_info("Keeping the busy threads of %d (%s) each on its own node: %s; the kernel's NUMA balancing "
+                         "moves the pages each works on there",
+                         p->pid, p->comm, list);
         if (p->thread_homes)
                 g_array_unref(p->thread_homes);
         p->thread_homes = g_steal_pointer(&homes);
@@ -163,9 +168,125 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
         p->homes_migrated = p->kernel_migrated_bytes;
         if (!was_placed || p->threads_only) {
                 p->threads_only = true;
-                np_manager_set_state(m, p, NP_PROC_PLACED, all, np_now_usec(CLOCK_REALTIME));
+                /* (a member's nodes are its group's, as for a group placed) */
+                g_autoptr(NpMask) target = group && shown ? nodes_of(shown) : np_mask_copy(all);
+                np_manager_set_state(m, p, NP_PROC_PLACED, target, np_now_usec(CLOCK_REALTIME));
         }
-        return np_policy_homes_clause(p->thread_homes);
+        return homes_clause(group && shown ? shown : p->thread_homes, group);
+}
+
+/* Forget p's homes when its record no longer keeps them (released,
+ * confined anew or forgotten since), and end them when it is not
+ * eligible. False when there is nothing more to settle. */
+static bool homes_eligible(NpManager *m, NpProcess *p, bool eligible) {
+        if (!m->backend)
+                return false;
+        if (p->thread_homes && !np_backend_pins_threads(m->backend, p->pid))
+                forget_homes(p);
+        if (!eligible) {
+                if (p->thread_homes)
+                        end_homes(m, p, "the policy no longer keeps it spread over several nodes");
+                return false;
+        }
+        return true;
+}
+
+char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nodes, guint n_nodes, const NpMask *prefer,
+                             bool eligible) {
+        if (!homes_eligible(m, p, eligible))
+                return NULL;
+        g_autoptr(GArray) faults = NULL;
+        guint n;
+        g_autofree NpPolicyThread *threads = busy_threads(p, &faults, &n);
+        if (!threads)
+                return NULL; /* gone: the scan forgets it */
+        NpHomesWhy why;
+        GArray *homes = np_policy_thread_homes(nodes, n_nodes, prefer, p->cpu_per_node, threads, n,
+                                               m->config->target_utilization, &why);
+        return settle_homes(m, p, homes, why, false, NULL);
+}
+
+/* p's pages outside shared memory by node, as numa_maps read them last
+ * (NpNodeBytes); NULL when they were not read. */
+static GArray *private_pages(const NpProcess *p) {
+        if (p->maps_error != 0 || !p->maps.per_node)
+                return NULL;
+        GArray *pages = g_array_copy(p->maps.per_node);
+        for (guint i = 0; p->maps.shm && i < p->maps.shm->len; i++)
+                np_node_bytes_subtract(pages, g_array_index(p->maps.shm, NpNumaMapsShm, i).per_node);
+        return pages;
+}
+
+GArray *np_thread_homes_group(NpManager *m, NpProcess *const *members, guint n, const NpPolicyNode *nodes,
+                              guint n_nodes, const NpMask *prefer, NpHomesWhy *why) {
+        g_autoptr(GArray) threads = g_array_new(FALSE, FALSE, sizeof(NpPolicyThread));
+        g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref);
+        g_autoptr(GArray) own = g_array_new(FALSE, FALSE, sizeof(NpNodeCpu));
+        for (guint i = 0; i < n; i++) {
+                const NpProcess *p = members[i];
+                GArray *faults = NULL;
+                if (np_process_read_thread_faults(p, NP_BUSY_THREAD_CPU, &faults) < 0)
+                        continue; /* gone: the scan forgets it */
+                g_ptr_array_add(keep, faults);
+                guint first = threads->len;
+                for (guint k = 0; k < faults->len; k++) {
+                        const NpThreadFaults *f = &g_array_index(faults, NpThreadFaults, k);
+                        NpPolicyThread t = { .tid = f->tid,
+                                             .cpu = f->cpu,
+                                             .faults = f->faults,
+                                             .home = home_of(p, f->tid) };
+                        g_array_append_val(threads, t);
+                }
+                /* busy threads with no faults counted: all they touch is
+                 * memory the kernel does not scan (np-policy-threads.h) */
+                for (guint k = 0; p->thread_cpu && k < p->thread_cpu->len; k++) {
+                        const NpThreadCpu *tc = &g_array_index(p->thread_cpu, NpThreadCpu, k);
+                        bool listed = false;
+                        for (guint j = 0; j < faults->len && !listed; j++)
+                                listed = g_array_index(faults, NpThreadFaults, j).tid == tc->tid;
+                        g_autofree char *task = g_strdup_printf("/proc/%d/task/%d", p->pid, (int) tc->tid);
+                        if (listed || tc->cpu < NP_BUSY_THREAD_CPU || !g_file_test(task, G_FILE_TEST_EXISTS))
+                                continue;
+                        NpPolicyThread t = { .tid = tc->tid, .cpu = tc->cpu, .home = home_of(p, tc->tid) };
+                        g_array_append_val(threads, t);
+                }
+                /* its only busy thread, its faults counted: the pages it
+                 * works on alone are the process's outside shared memory,
+                 * where numa_maps has them now (its faults were counted
+                 * where the pages were then, before the kernel moved them) */
+                NpPolicyThread *only =
+                        threads->len == first + 1 ? &g_array_index(threads, NpPolicyThread, first) : NULL;
+                GArray *pages = only && only->faults ? private_pages(p) : NULL;
+                if (pages) {
+                        g_ptr_array_add(keep, pages);
+                        only->pages = pages;
+                }
+                np_node_cpu_add(own, p->cpu_per_node);
+        }
+        GArray *homes = np_policy_thread_homes(nodes, n_nodes, prefer, own, (const NpPolicyThread *) threads->data,
+                                               threads->len, m->config->target_utilization, why);
+        for (guint i = 0; homes && prefer && i < homes->len; i++)
+                if (!np_mask_test(prefer, g_array_index(homes, NpThreadHome, i).node)) {
+                        g_clear_pointer(&homes, g_array_unref);
+                        *why = NP_HOMES_OUTSIDE;
+                }
+        return homes;
+}
+
+char *np_thread_homes_settle_member(NpManager *m, NpProcess *p, const GArray *group_homes, NpHomesWhy why,
+                                    bool eligible) {
+        if (!homes_eligible(m, p, eligible))
+                return NULL;
+        GArray *mine = NULL;
+        if (group_homes) {
+                mine = g_array_new(FALSE, FALSE, sizeof(NpThreadHome));
+                for (guint i = 0; i < group_homes->len; i++) {
+                        const NpThreadHome *h = &g_array_index(group_homes, NpThreadHome, i);
+                        if (np_process_has_thread(p, h->tid))
+                                g_array_append_val(mine, *h);
+                }
+        }
+        return settle_homes(m, p, mine, why, true, group_homes);
 }
 
 NpHomesWhy np_thread_homes_workers(NpManager *m, const NpProcess *p) {

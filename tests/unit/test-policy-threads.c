@@ -8,6 +8,7 @@
 #include <glib.h>
 #include <string.h>
 
+#include "np-numa-maps.h"
 #include "np-policy-threads.h"
 #include "np-sample.h"
 
@@ -273,6 +274,59 @@ static void test_clause(void) {
                         "173 on 0), where the kernel's NUMA balancing moves them");
 }
 
+/* numa01's pair as one group on one-CPU nodes, placed on nodes 0 and 3:
+ * the first's busy thread with `faults` private faults on node `node` (its
+ * private pages), the child's with none counted (the kernel does not scan
+ * their shared memory). Their homes as in homes(). */
+static char *pair_homes(char node, uint64_t faults, const GArray *pages, NpHomesWhy *why) {
+        Case c;
+        g_autoptr(NpMask) on = NULL;
+        g_assert_cmpint(np_mask_parse("0,3", &on), ==, 0);
+        case_init(&c, 4, 1.0);
+        char where[2] = { node, 0 };
+        add_thread(&c, 0.6, -1, where, faults, 0);
+        add_thread(&c, 0.6, -1, "", 0, 0);
+        c.threads[1].faults = NULL;
+        c.threads[0].pages = pages;
+        char *h = homes(&c, on, NULL, why);
+        case_clear(&c);
+        return h;
+}
+
+/* The first keeps the node of its pages, the child gets the group's other
+ * node; with its pages moved to node 3, the first goes there. Too few
+ * faults counted between them (the child's thread counts for the
+ * average): none. */
+static void test_group_faultless(void) {
+        NpHomesWhy why;
+        g_autofree char *first = pair_homes('0', 3000, NULL, &why);
+        g_assert_cmpint(why, ==, NP_HOMES_GIVEN);
+        g_assert_cmpstr(first, ==, "03");
+        g_autofree char *moved = pair_homes('3', 3000, NULL, &why);
+        g_assert_cmpstr(moved, ==, "30");
+        g_assert_null(pair_homes('0', 300, NULL, &why));
+        g_assert_cmpint(why, ==, NP_HOMES_FEW_FAULTS);
+        /* its faults counted on node 0, but the kernel has moved its pages
+         * to node 3 since (its pages, when known, tell) */
+        g_autoptr(GArray) pages = g_array_new(FALSE, FALSE, sizeof(NpNodeBytes));
+        NpNodeBytes on0 = { 0, 64 * 1024 }, on3 = { 3, 16 * MiB };
+        g_array_append_val(pages, on0);
+        g_array_append_val(pages, on3);
+        g_autofree char *now = pair_homes('0', 3000, pages, &why);
+        g_assert_cmpstr(now, ==, "30");
+
+        g_autoptr(GArray) h = g_array_new(FALSE, FALSE, sizeof(NpThreadHome));
+        NpThreadHome a = { 205, 3 }, b = { 171, 0 };
+        g_array_append_val(h, a);
+        g_array_append_val(h, b);
+        g_autofree char *clause = np_policy_group_homes_clause(h);
+        g_assert_cmpstr(clause, ==,
+                        "; the 2 busy threads of its group work on their own pages: each is kept on its own node "
+                        "(171 on 0, 205 on 3), where the kernel's NUMA balancing moves them");
+        g_assert_cmpstr(np_homes_why_to_string(NP_HOMES_OUTSIDE), ==,
+                        "its group's threads would need nodes outside the group's");
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/homes/first-touch-on-one-node", test_first_touch_on_one_node);
@@ -284,5 +338,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/homes/room-and-nodes", test_room_and_nodes);
         g_test_add_func("/homes/clause", test_clause);
         g_test_add_func("/homes/ran-there", test_ran_there);
+        g_test_add_func("/homes/group-faultless", test_group_faultless);
         return g_test_run();
 }

@@ -24,6 +24,7 @@ a VM, or get an interactive shell).
 """
 
 import argparse
+import copy
 import fcntl
 import glob
 import json
@@ -487,6 +488,13 @@ class Result:
     def get(self, key, default=None):
         vals = self.all(key)
         return vals[-1] if vals else default
+
+    def prefixed(self, prefix):
+        """The results whose keys begin with PREFIX, without it (one phase
+        of a script that tags its keys), as a Result of their own."""
+        out = copy.copy(self)
+        out.items = [(k[len(prefix):], v) for k, v in self.items if k.startswith(prefix)]
+        return out
 
     def int(self, key, default=None):
         v = self.get(key)

@@ -46,6 +46,30 @@ two CPUs per node), numaplaced at its defaults but for MinProcessCPU=0.08
               say "the kernel's NUMA balancing cannot move most of its
               memory (...); its processes run on nodes".
 
+  numa01-homes  numa01's pair on four one-CPU nodes (4 x 512 MB), the
+              kernel's balancing on, numaplaced at its defaults. The pair
+              needs two nodes' CPUs; left to the scheduler, the two were
+              swapped between their nodes, and each swap restarted the
+              kernel's scanning of the first's private pages and moved
+              them again. Two phases, each with a new pair and numaplaced
+              started anew: the test puts the first on node 1 and the
+              child on node 3 for a second (apart from their memory on
+              node 0), then a pair on nodes 0 and 2 (together), then every
+              CPU again. numaplaced places the pair on node 0 and one more,
+              or keeps it where it runs when one of them already runs on
+              node 0 (the scheduler or the kernel's balancing brings it
+              there within seconds, so either can come of either start;
+              printed). Checked in each phase: the group's busy threads
+              get a node each, node 0 and one more (each Decision lists
+              "the 2 busy threads of its group ... each is kept on its own
+              node"), both processes are in state placed, the threads'
+              affinities are their nodes' CPUs, the homes are given once
+              and kept for 20 s, pages moved in those 20 s at most the
+              first's 16 MB once plus 1 MB (before the homes, the kernel
+              may have moved its pages after it already, and a placement
+              back); with numaplaced stopped, each thread has every CPU
+              again.
+
   numa01-threads  the same rule for the threads of one process (numa01's
               THREAD_ALLOC variant; no group): one process, two busy
               threads (0.6 CPUs each) on 320 MB first touched on node 0
@@ -117,6 +141,33 @@ grep -E "Placing|Placed|group" /tmp/numaplaced.log | while IFS= read -r l; do np
 np_stop_numaplaced
 """
 
+# numa01's pair (as tests/bench/bench-policy.py's scenario 3): a and b, and
+# where their memory is before anything moves it (result keys prefixed by
+# $T, empty but in numa01-homes)
+NUMA01_PAIR = r"""
+a=$(np_start_workload /tmp/a --mb 16 --share-mb 320 --share-busy --bind 0 --reset-policy --no-thp --sweep \
+    --duty 60 --no-pin) || exit 1
+b=$(sed -n 's/^CHILD pid=//p' /tmp/a.out)
+np_result ${T}pair $a $b
+"""
+# ... and where the pair is, its Decisions, what the kernel did since m0, u0
+NUMA01_AFTER = r"""
+for p in $a $b; do
+	np_result ${T}proc $p "$(pprop $p State)" "$(pprop $p TargetNodes | tr ' ' ,)"
+	np_result ${T}decision $p "$(pprop $p Decision)"
+done
+np_result ${T}shared.after $(np_numa_kb $a 'zero')
+np_result ${T}pgmigrate $(( $(np_vmstat pgmigrate_success) - m0 ))
+np_result ${T}pte $(( $(np_vmstat numa_pte_updates) - u0 ))
+np_result ${T}nb $(cat /proc/sys/kernel/numa_balancing)
+"""
+NUMA01_BEFORE = r"""
+np_result ${T}shared.before $(np_numa_kb $a 'zero')
+for p in $a $b; do
+	np_result ${T}own.before $p $(np_numa_kb $p '^[0-9a-f]+ [^ ]+ (heap |stack )?anon=')
+done
+"""
+
 # numa01 (as tests/bench/bench-policy.py's scenario 3): the child's thread
 # put on node 2 (CPU 4), the parent's on node 0 (CPU 0), then both free to
 # run on every CPU again: on an idle machine the scheduler leaves them
@@ -131,28 +182,12 @@ np_start_numaplaced /etc/np.conf || exit 1
 # load of the test's on node 0 for the scheduler to balance away from
 taskset -p -c 6-7 $$ > /dev/null || exit 1
 m0=$(np_vmstat pgmigrate_success) u0=$(np_vmstat numa_pte_updates)
-a=$(np_start_workload /tmp/a --mb 16 --share-mb 320 --share-busy --bind 0 --reset-policy --no-thp --sweep \
-    --duty 60 --no-pin) || exit 1
-b=$(sed -n 's/^CHILD pid=//p' /tmp/a.out)
-np_result pair $a $b
-taskset -a -p -c 0 $a > /dev/null && taskset -a -p -c 4 $b > /dev/null || exit 1
+""" + NUMA01_PAIR + r"""taskset -a -p -c 0 $a > /dev/null && taskset -a -p -c 4 $b > /dev/null || exit 1
 sleep 1
 taskset -a -p -c 0-7 $a > /dev/null && taskset -a -p -c 0-7 $b > /dev/null || exit 1
-np_result shared.before $(np_numa_kb $a 'zero')
-for p in $a $b; do
-	np_result own.before $p $(np_numa_kb $p '^[0-9a-f]+ [^ ]+ (heap |stack )?anon=')
-done
-np_wait_for 120 placed_all $a $b
+""" + NUMA01_BEFORE + r"""np_wait_for 120 placed_all $a $b
 sleep 2
-for p in $a $b; do
-	np_result proc $p "$(pprop $p State)" "$(pprop $p TargetNodes | tr ' ' ,)"
-	np_result decision $p "$(pprop $p Decision)"
-done
-np_result shared.after $(np_numa_kb $a 'zero')
-np_result pgmigrate $(( $(np_vmstat pgmigrate_success) - m0 ))
-np_result pte $(( $(np_vmstat numa_pte_updates) - u0 ))
-np_result nb $(cat /proc/sys/kernel/numa_balancing)
-grep -E "Placing|Placed|Leaving" /tmp/numaplaced.log | while IFS= read -r l; do np_result log "$l"; done
+""" + NUMA01_AFTER + r"""grep -E "Placing|Placed|Leaving" /tmp/numaplaced.log | while IFS= read -r l; do np_result log "$l"; done
 np_stop_numaplaced
 """
 
@@ -186,15 +221,63 @@ np_stop_numaplaced
 """
 
 
+# numa01 on one-CPU nodes, the kernel's balancing on: its pair on node 0
+# and one more, and its busy threads homed there
+NUMA01_HOMES = r"""
+P=org.numaplaced1.Process
+pprop() { busctl get-property org.numaplaced1 /org/numaplaced1/process/$1 $P "$2" 2>/dev/null | cut -d' ' -f2- | tr -d '"'; }
+homed() { for _p in "$@"; do grep -q "Keeping the busy threads of $_p " /tmp/numaplaced.log || return 1; done; }
+# affinity PID: each thread's tid and its CPUs
+affinity() {
+	for _t in /proc/$1/task/*; do
+		echo "${_t##*/}=$(awk '/^Cpus_allowed_list/ { print $2 }' $_t/status 2>/dev/null)"
+	done
+}
+np_start_dbus || exit 1
+# phase T CPU_A CPU_B: numaplaced and a pair started, the first put on
+# CPU_A and the child on CPU_B for a second (then every CPU again), the
+# homes waited for and kept 20 s; numaplaced stopped, the pair ended
+phase() {
+T=$1
+np_start_numaplaced /etc/np.conf || exit 1
+# (together: this shell and what it starts on node 3's CPU, no load of
+# the test's beside the pair for the scheduler to balance away from)
+[ $T = together. ] && { taskset -p -c 3 $$ > /dev/null || exit 1; }
+m0=$(np_vmstat pgmigrate_success) u0=$(np_vmstat numa_pte_updates)
+""" + NUMA01_PAIR + r"""taskset -a -p -c $2 $a > /dev/null && taskset -a -p -c $3 $b > /dev/null || exit 1
+sleep 1
+taskset -a -p -c 0-3 $a > /dev/null && taskset -a -p -c 0-3 $b > /dev/null || exit 1
+""" + NUMA01_BEFORE + r"""np_wait_for 150 homed $a $b || np_result ${T}homes.timeout 1
+np_result ${T}pgmigrate.homes $(( $(np_vmstat pgmigrate_success) - m0 ))
+sleep 20
+for p in $a $b; do
+	np_result ${T}aff $p $(affinity $p)
+done
+""" + NUMA01_AFTER + r"""grep -E "Placing|Placed|Keeping|No longer keeping" /tmp/numaplaced.log |
+	while IFS= read -r l; do np_result ${T}log "$l"; done
+np_stop_numaplaced
+for p in $a $b; do
+	np_result ${T}aff.after $p $(affinity $p)
+done
+kill $a $b
+np_wait_for 30 sh -c "! kill -0 $a 2>/dev/null && ! kill -0 $b 2>/dev/null"
+taskset -p -c 0-3 $$ > /dev/null
+}
+# away from their memory's node 0, then on it and another node
+phase apart. 1 3
+phase together. 0 2
+"""
+
+
 def kb_of(words):
     return {int(k): int(v) for k, v in (x.split("=") for x in words)}
 
 
-def run_at_defaults(name, script, cmdline=None):
+def run_at_defaults(name, script, cmdline=None, topo=TOPO):
     """Boot NAME (cgroup v1, numaplaced at its defaults, cmdline added to
     the kernel's), run script: the Checker and the results, or None for the
     results when it did not complete."""
-    vm = npvm.VM(name, TOPO, cgroup="v1", cmdline=cmdline)
+    vm = npvm.VM(name, topo, cgroup="v1", cmdline=cmdline)
     vm.add_workload()
     vm.add_dbus()
     vm.add_daemon()
@@ -202,6 +285,20 @@ def run_at_defaults(name, script, cmdline=None):
     res = vm.run(script, timeout=600)
     t = npvm.Checker(res)
     return t, (res if t.require_completed() else None)
+
+
+def pair_results(t, res):
+    """numa01's pair (checked: two), each one's state and nodes, and each
+    one's Decision, by pid."""
+    pair = (res.get("pair") or "").split()
+    t.eq(len(pair), 2, f"a process and its child ({pair})")
+    procs = {}
+    for line in res.all("proc"):
+        f = line.split()
+        if len(f) >= 3 and f[0].isdigit():
+            procs[f[0]] = (f[1], [int(x) for x in f[2].split(",")[1:]])
+    decisions = dict(line.partition(" ")[::2] for line in res.all("decision"))
+    return pair, procs, decisions
 
 
 def placed_apart(t, res, n, what):
@@ -218,14 +315,7 @@ def numa01(balancing=False):
     if res is None:
         return t.finish()
     t.eq(res.get("nb"), "1" if balancing else "0", f"the kernel's NUMA balancing is {'on' if balancing else 'off'}")
-    pair = (res.get("pair") or "").split()
-    t.eq(len(pair), 2, f"a process and its child ({pair})")
-    procs = {}
-    for line in res.all("proc"):
-        f = line.split()
-        if len(f) >= 3 and f[0].isdigit():
-            procs[f[0]] = (f[1], [int(x) for x in f[2].split(",")[1:]])
-    decisions = dict(line.partition(" ")[::2] for line in res.all("decision"))
+    pair, procs, decisions = pair_results(t, res)
     for p in pair:
         st, nodes = procs.get(p, ("?", []))
         t.eq((st, nodes), ("placed", [0]), f"process {p} is placed on node 0")
@@ -251,6 +341,66 @@ def numa01(balancing=False):
     for line in res.all("log"):
         print(f"  ..   {line}")
     return t.finish()
+
+
+def numa01_homes():
+    t, res = run_at_defaults("group-numa01-homes", NUMA01_HOMES, ["numa_balancing=enable"],
+                             npvm.Topology(4, mem_mb=512, cpus=1))
+    if res is None:
+        return t.finish()
+    for tag in ("apart.", "together."):
+        homes_phase(t, res.prefixed(tag), tag[:-1])
+    return t.finish()
+
+
+def homes_phase(t, res, phase):
+    """numa01-homes, one phase: `apart` (the pair put on nodes 1 and 3),
+    `together` (on nodes 0 and 2)."""
+    t.eq(res.get("nb"), "1", f"{phase}: the kernel's NUMA balancing is on")
+    pair, procs, decisions = pair_results(t, res)
+    t.check(res.get("homes.timeout") is None, f"{phase}: the busy threads of both got homes within 150 s")
+    targets = {tuple(procs.get(p, ("?", []))[1]) for p in pair}
+    target = next(iter(targets)) if len(targets) == 1 else ()
+    t.check(len(target) == 2 and 0 in target, f"{phase}: the pair on node 0 and one more ({targets})")
+    placing = [x for x in res.all("log") if "Placing" in x]
+    print(f"  ..   {phase}: the pair was {'placed' if placing else 'kept where it ran'}")
+    homes = {}
+    for p in pair:
+        t.eq(procs.get(p, ("?",))[0], "placed", f"{phase}: process {p} is placed")
+        d = decisions.get(p, "").replace("\\'", "'")
+        t.check(d.startswith("with the 2 processes of its group shm:"),
+                f"{phase}: process {p}: one group of two ({d!r})")
+        m = re.search(r"the 2 busy threads of its group work on their own pages: each is kept on its own node "
+                      r"\(([0-9]+) on ([0-9]+), ([0-9]+) on ([0-9]+)\)", d)
+        t.check(m is not None, f"{phase}: process {p}: its Decision lists the group's homes ({d!r})")
+        if m:
+            homes.update({m.group(1): int(m.group(2)), m.group(3): int(m.group(4))})
+    t.check(len(homes) == 2 and set(homes.values()) == set(target),
+            f"{phase}: the two busy threads on the group's two nodes, one each ({homes}, nodes {target})")
+    # each homed thread's affinity is its node's CPU (one CPU per node, CPU
+    # n on node n); numaplaced stopped, every CPU again
+    aff = {}
+    for key in ("aff", "aff.after"):
+        for line in res.all(key):
+            for x in line.split()[1:]:
+                tid, _, cpus = x.partition("=")
+                aff.setdefault(key, {})[tid] = cpus
+    for tid, node in homes.items():
+        t.eq(aff.get("aff", {}).get(tid), str(node), f"{phase}: thread {tid} kept on node {node}'s CPU")
+        t.eq(aff.get("aff.after", {}).get(tid), "0-3",
+             f"{phase}: thread {tid} has every CPU again after numaplaced stopped")
+    keeping = [x for x in res.all("log") if "Keeping the busy threads of" in x]
+    t.eq(len(keeping), 2, f"{phase}: homes given once, one line per process, and kept ({keeping})")
+    minimum = sum(v for n, v in kb_of((res.get("shared.before") or "").split()).items() if n not in target)
+    for line in res.all("own.before"):
+        minimum += sum(v for n, v in kb_of(line.split()[1:]).items() if n not in target)
+    moved = (res.int("pgmigrate") or 0) * 4
+    since = moved - (res.int("pgmigrate.homes") or 0) * 4
+    t.check(since <= 17 * 1024, f"{phase}: pages moved since the homes were given {since} kB, at most the first's "
+            f"16 MB once plus 1 MB")
+    print(f"  ..   {phase}: numa_pte_updates {res.get('pte')}, pages moved {moved} kB in all (minimum {minimum} kB)")
+    for line in res.all("log"):
+        print(f"  ..   {phase}: {line}")
 
 
 def numa01_threads():
@@ -336,12 +486,15 @@ def main(cg):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1] not in ("shared-v1", "shared-v2", "numa01", "numa01-nb", "numa01-threads"):
-        sys.exit("usage: test_group.py shared-v1|shared-v2|numa01|numa01-nb|numa01-threads")
+    if len(sys.argv) != 2 or sys.argv[1] not in ("shared-v1", "shared-v2", "numa01", "numa01-nb", "numa01-homes",
+                                                 "numa01-threads"):
+        sys.exit("usage: test_group.py shared-v1|shared-v2|numa01|numa01-nb|numa01-homes|numa01-threads")
     if sys.argv[1] == "numa01":
         npvm.run_test("group-numa01", numa01)
     elif sys.argv[1] == "numa01-nb":
         npvm.run_test("group-numa01-nb", lambda: numa01(balancing=True))
+    elif sys.argv[1] == "numa01-homes":
+        npvm.run_test("group-numa01-homes", numa01_homes)
     elif sys.argv[1] == "numa01-threads":
         npvm.run_test("group-numa01-threads", numa01_threads)
     else:
