@@ -207,7 +207,8 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
 }
 
 /* p's pages outside shared memory by node, as numa_maps read them last
- * (NpNodeBytes); NULL when they were not read. */
+ * (NpNodeBytes: its file pages, libraries among them, are counted too);
+ * NULL when they were not read. */
 static GArray *private_pages(const NpProcess *p) {
         if (p->maps_error != 0 || !p->maps.per_node)
                 return NULL;
