@@ -63,8 +63,13 @@ np_start_numaplaced /etc/np.conf || exit 1
 """
 
 CPU_SCRIPT = r"""
+# a and b started on CPU 0, then free on every CPU: a, away from its
+# memory, is placed on node 2 by the policy (started where the shell ran,
+# it was sometimes on CPU 2 already, local, and kept there: never placed)
+taskset -p -c 0 $$ > /dev/null || exit 1
 a=$(np_start_workload /tmp/a --mb 160 --bind 2 --reset-policy --no-thp --sweep --duty 30 --no-pin --verify) || exit 1
 b=$(np_start_workload /tmp/b --mb 32 --bind 2 --reset-policy --no-thp --no-pin --verify) || exit 1
+taskset -p -c 0-3 $$ > /dev/null && taskset -a -p -c 0-3 $a > /dev/null && taskset -a -p -c 0-3 $b > /dev/null || exit 1
 np_result pid.a $a
 np_result pid.b $b
 cgroup_of a.cgroup.start $a
