@@ -758,48 +758,6 @@ static int squeezed_by_newcomers(const NpManager *m, const Snapshot *s, const GP
         return -1;
 }
 
-/* The thread homes of a group's processes (np-thread-homes.h). */
-typedef struct {
-        GArray *homes; /* NpThreadHome, NULL = none */
-        NpHomesWhy why;
-} GroupHomes;
-
-static void group_homes_free(gpointer data) {
-        GroupHomes *gh = data;
-        if (gh->homes)
-                g_array_unref(gh->homes);
-        g_free(gh);
-}
-
-/* Settle the thread homes of p, a member of g: the group's homes are
- * worked out at its first member the round settles (in `cache`), among
- * the nodes it is placed on (`placed`), else the nodes its members run
- * on. */
-static char *member_homes(NpManager *m, const Snapshot *s, const NpGroup *g, NpProcess *p, bool placed,
-                          GHashTable *cache, bool eligible) {
-        if (!eligible)
-                return np_thread_homes_settle_member(m, p, NULL, NP_HOMES_FEW_THREADS, false);
-        GroupHomes *gh = g_hash_table_lookup(cache, g);
-        if (!gh) {
-                g_autoptr(GPtrArray) members = g_ptr_array_new();
-                g_autoptr(NpMask) running = np_mask_new();
-                for (guint k = 0; k < g->members->len; k++) {
-                        NpProcess *q = np_manager_process(m, g_array_index(g->members, NpGroupJoin, k).pid);
-                        if (!q)
-                                continue;
-                        g_ptr_array_add(members, q);
-                        if (q->running_nodes)
-                                np_mask_or(running, q->running_nodes);
-                }
-                const NpMask *among = placed ? p->target : np_mask_empty(running) ? NULL : running;
-                gh = g_new0(GroupHomes, 1);
-                gh->homes = np_thread_homes_group(m, (NpProcess *const *) members->pdata, members->len, s->nodes,
-                                                  s->n_nodes, among, &gh->why);
-                g_hash_table_insert(cache, (gpointer) g, gh);
-        }
-        return np_thread_homes_settle_member(m, p, gh->homes, gh->why, true);
-}
-
 void np_decide_run(NpManager *m) {
         /* Nothing to decide while paused, or on a machine with one node of
          * memory (every process is local there). */
@@ -850,8 +808,8 @@ void np_decide_run(NpManager *m) {
         for (guint i = 0; i < s.cands->len; i++)
                 g_array_append_val(seq, i);
         g_array_sort_with_data(seq, by_order, decisions);
-        /* NpGroup* -> GroupHomes*, at the group's first member */
-        g_autoptr(GHashTable) group_homes = g_hash_table_new_full(NULL, NULL, NULL, group_homes_free);
+        /* the groups' homes, worked out at each group's first member */
+        g_autoptr(NpGroupHomes) group_homes = np_group_homes_new();
         for (guint k = 0; k < seq->len; k++) {
                 guint i = g_array_index(seq, guint, k);
                 NpProcess *p = s.cands->pdata[i];
@@ -888,7 +846,8 @@ void np_decide_run(NpManager *m) {
                                  : every_node || (placed_spread && hold == NP_HOLD_PLACED) ||
                                          (p->threads_only && kept));
                 g_autofree char *homes = grouped
-                        ? member_homes(m, &s, g, p, hold == NP_HOLD_PLACED, group_homes, homes_ok)
+                        ? np_thread_homes_settle_member(m, group_homes, g, p, s.nodes, s.n_nodes,
+                                                        hold == NP_HOLD_PLACED, homes_ok)
                         : np_thread_homes_settle(m, p, s.nodes, s.n_nodes, every_node ? NULL : p->target, homes_ok);
                 if (homes) {
                         char *both = g_strconcat(why, homes, NULL);

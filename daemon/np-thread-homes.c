@@ -218,8 +218,11 @@ static GArray *private_pages(const NpProcess *p) {
         return pages;
 }
 
-GArray *np_thread_homes_group(NpManager *m, NpProcess *const *members, guint n, const NpPolicyNode *nodes,
-                              guint n_nodes, const NpMask *prefer, NpHomesWhy *why) {
+/* The homes of the busy threads of `members` (n), the processes of a group,
+ * among `prefer` (NULL: any): np_thread_homes_settle_member(). NULL with
+ * *why when none. Caller frees. */
+static GArray *group_homes(NpManager *m, NpProcess *const *members, guint n, const NpPolicyNode *nodes, guint n_nodes,
+                           const NpMask *prefer, NpHomesWhy *why) {
         g_autoptr(GArray) threads = g_array_new(FALSE, FALSE, sizeof(NpPolicyThread));
         g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref);
         g_autoptr(GArray) own = g_array_new(FALSE, FALSE, sizeof(NpNodeCpu));
@@ -274,20 +277,76 @@ GArray *np_thread_homes_group(NpManager *m, NpProcess *const *members, guint n, 
         return homes;
 }
 
-char *np_thread_homes_settle_member(NpManager *m, NpProcess *p, const GArray *group_homes, NpHomesWhy why,
-                                    bool eligible) {
+/* A group's homes as worked out this round. */
+typedef struct {
+        GArray *homes; /* NpThreadHome, NULL = none */
+        NpHomesWhy why;
+} Worked;
+
+static void worked_free(gpointer data) {
+        Worked *w = data;
+        if (w->homes)
+                g_array_unref(w->homes);
+        g_free(w);
+}
+
+struct NpGroupHomes {
+        GHashTable *of_group; /* const NpGroup * -> Worked * */
+};
+
+NpGroupHomes *np_group_homes_new(void) {
+        NpGroupHomes *gh = g_new0(NpGroupHomes, 1);
+        gh->of_group = g_hash_table_new_full(NULL, NULL, NULL, worked_free);
+        return gh;
+}
+
+void np_group_homes_free(NpGroupHomes *gh) {
+        if (!gh)
+                return;
+        g_hash_table_unref(gh->of_group);
+        g_free(gh);
+}
+
+/* g's homes, worked out at its first member asked for them this round:
+ * among the nodes it is placed on (`placed`: p's), else the nodes its
+ * members run on. */
+static const Worked *worked_for(NpManager *m, NpGroupHomes *gh, const NpGroup *g, const NpProcess *p,
+                                const NpPolicyNode *nodes, guint n_nodes, bool placed) {
+        Worked *w = g_hash_table_lookup(gh->of_group, g);
+        if (w)
+                return w;
+        g_autoptr(GPtrArray) members = g_ptr_array_new();
+        g_autoptr(NpMask) running = np_mask_new();
+        for (guint k = 0; k < g->members->len; k++) {
+                NpProcess *q = np_manager_process(m, g_array_index(g->members, NpGroupJoin, k).pid);
+                if (!q)
+                        continue;
+                g_ptr_array_add(members, q);
+                if (q->running_nodes)
+                        np_mask_or(running, q->running_nodes);
+        }
+        const NpMask *among = placed ? p->target : np_mask_empty(running) ? NULL : running;
+        w = g_new0(Worked, 1);
+        w->homes = group_homes(m, (NpProcess *const *) members->pdata, members->len, nodes, n_nodes, among, &w->why);
+        g_hash_table_insert(gh->of_group, (gpointer) g, w);
+        return w;
+}
+
+char *np_thread_homes_settle_member(NpManager *m, NpGroupHomes *gh, const NpGroup *g, NpProcess *p,
+                                    const NpPolicyNode *nodes, guint n_nodes, bool placed, bool eligible) {
         if (!homes_eligible(m, p, eligible))
                 return NULL;
+        const Worked *w = worked_for(m, gh, g, p, nodes, n_nodes, placed);
         GArray *mine = NULL;
-        if (group_homes) {
+        if (w->homes) {
                 mine = g_array_new(FALSE, FALSE, sizeof(NpThreadHome));
-                for (guint i = 0; i < group_homes->len; i++) {
-                        const NpThreadHome *h = &g_array_index(group_homes, NpThreadHome, i);
+                for (guint i = 0; i < w->homes->len; i++) {
+                        const NpThreadHome *h = &g_array_index(w->homes, NpThreadHome, i);
                         if (np_process_has_thread(p, h->tid))
                                 g_array_append_val(mine, *h);
                 }
         }
-        return settle_homes(m, p, mine, why, true, group_homes);
+        return settle_homes(m, p, mine, w->why, true, w->homes);
 }
 
 NpHomesWhy np_thread_homes_workers(NpManager *m, const NpProcess *p) {

@@ -20,16 +20,17 @@
  * A group of several processes (np-group.h) on several nodes, placed there
  * as one or kept where it runs, has the busy threads of all its processes
  * homed together, by the same rule, among its nodes
- * (np_thread_homes_group(), then np_thread_homes_settle_member() for each
- * member). numa01's pair on one-CPU nodes is the case: each process keeps
- * its node, so the scheduler does not swap them and the kernel moves the
- * first's private pages once, not after every swap. A member of a group
+ * (np_thread_homes_settle_member() for each member). numa01's pair on
+ * one-CPU nodes is the case: each process keeps its node, so the scheduler
+ * does not swap them and the kernel moves the first's private pages once,
+ * not after every swap. A member of a group
  * kept where it runs is "placed" by the homes alone, as a process is
  * (threads_only), its TargetNodes the group's homes' nodes.
  */
 #include <glib.h>
 #include <stdbool.h>
 
+#include "np-group.h"
 #include "np-manager.h"
 #include "np-nodemask.h"
 #include "np-policy.h"
@@ -49,26 +50,30 @@
 char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nodes, guint n_nodes, const NpMask *prefer,
                              bool eligible);
 
-/*
- * The homes of the busy threads of a group's processes `members` (n),
- * among `prefer` (the nodes the group is placed on, or its processes run
- * on; NULL: any), by np_policy_thread_homes(): the threads of every member
- * together, their CPU use by node taken out of the nodes' load, busy
- * threads without faults counted among them, and a member's only busy
- * thread with its process's pages outside shared memory as its pages
- * (np-policy-threads.h). NULL with *why when the rule gives none, or
- * NP_HOMES_OUTSIDE when a thread would need a node outside `prefer` (a
- * group's placement is not widened for its threads). Caller frees.
- */
-GArray *np_thread_homes_group(NpManager *m, NpProcess *const *members, guint n, const NpPolicyNode *nodes,
-                              guint n_nodes, const NpMask *prefer, NpHomesWhy *why);
+/* The homes of the groups of one round (np_thread_homes_settle_member()),
+ * each worked out once, at the first of its members. */
+typedef struct NpGroupHomes NpGroupHomes;
+NpGroupHomes *np_group_homes_new(void);
+void np_group_homes_free(NpGroupHomes *gh);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpGroupHomes, np_group_homes_free)
 
-/* Settle the homes of one member p of such a group: its threads' part of
- * `group_homes` (NULL: none, for `why`), as np_thread_homes_settle() does
- * for a process of its own, but never widening its placement. Returns the
- * words its Decision adds (the group's homes), else NULL. Caller frees. */
-char *np_thread_homes_settle_member(NpManager *m, NpProcess *p, const GArray *group_homes, NpHomesWhy why,
-                                    bool eligible);
+/*
+ * Settle the homes of p, a member of group g of several processes, as
+ * np_thread_homes_settle() does for a process of its own, but never
+ * widening its placement. `eligible`: the round keeps g placed on several
+ * nodes (`placed`) or where it runs. g's homes are the busy threads of all
+ * its members together, by np_policy_thread_homes(), among the nodes g is
+ * placed on (placed) or its members run on: their CPU use by node taken
+ * out of the nodes' load, busy threads without faults counted among them,
+ * and a member's only busy thread with its process's pages outside shared
+ * memory as its pages (np-policy-threads.h); none when a thread would need
+ * a node outside those (NP_HOMES_OUTSIDE). They are worked out at the
+ * first member the round settles (in gh); p keeps its threads' part.
+ * Returns the words its Decision adds (the group's homes), else NULL.
+ * Caller frees.
+ */
+char *np_thread_homes_settle_member(NpManager *m, NpGroupHomes *gh, const NpGroup *g, NpProcess *p,
+                                    const NpPolicyNode *nodes, guint n_nodes, bool placed, bool eligible);
 
 /* A process younger than this whose busy threads' faults are not counted
  * yet (or whose threads are not measured yet) waits for them before it is
