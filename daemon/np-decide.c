@@ -348,12 +348,17 @@ static void stat_shares(NpManager *m, const NpProcess *p, const NpGroup *g, uint
         }
 }
 
-/* The candidates as the policy sees them; `names` keeps the strings they
- * point to (the Groups= cgroups), `groups` their groups. */
-static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *names, Groups *groups) {
+/* The candidates as the policy sees them, beside the round's nodes;
+ * `names` keeps the strings they point to (the Groups= cgroups), `groups`
+ * their groups. */
+static void build_procs(NpManager *m, GPtrArray *cands, const GArray *node_arr, GArray *out, GPtrArray *names,
+                        Groups *groups) {
         uint64_t now = np_now_usec(CLOCK_MONOTONIC);
         form_groups(m, cands, names, groups);
         read_stat_pages(m, groups);
+        /* each group of several processes: are its busy threads' faults
+         * still to be counted (np_thread_homes_group_pending())? */
+        g_autoptr(GHashTable) pending = g_hash_table_new(NULL, NULL);
         for (guint i = 0; i < cands->len; i++) {
                 const NpProcess *p = cands->pdata[i];
                 const NpGroup *g = g_hash_table_lookup(groups->of_pid, GINT_TO_POINTER(p->pid));
@@ -381,8 +386,20 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *
                 bool advised = hold == NP_HOLD_NONE && advised_there(m, p);
                 if (advised)
                         hold = NP_HOLD_PLACED;
-                /* its busy threads' faults: thread homes (np-thread-homes.h) */
+                /* its busy threads' faults: thread homes (np-thread-homes.h),
+                 * a group's all together */
                 NpHomesWhy workers = hold == NP_HOLD_NONE ? np_thread_homes_workers(m, p) : NP_HOMES_FEW_THREADS;
+                bool faults_pending = (workers == NP_HOMES_FEW_FAULTS || workers == NP_HOMES_UNMEASURED) &&
+                        np_process_age_usec(p) < NP_HOMES_WAIT_USEC;
+                if (group && g->members->len >= 2) {
+                        gpointer v;
+                        if (!g_hash_table_lookup_extended(pending, g, NULL, &v)) {
+                                v = GINT_TO_POINTER(np_thread_homes_group_pending(
+                                        m, g, (const NpPolicyNode *) (void *) node_arr->data, node_arr->len));
+                                g_hash_table_insert(pending, (gpointer) g, v);
+                        }
+                        faults_pending = hold == NP_HOLD_NONE && GPOINTER_TO_INT(v);
+                }
                 uint64_t churn_usec, homes_usec;
                 uint64_t churn = np_process_kernel_churn(p, &churn_usec);
                 /* its threads kept on their own nodes: what the kernel moved
@@ -409,8 +426,7 @@ static void build_procs(NpManager *m, GPtrArray *cands, GArray *out, GPtrArray *
                         .locality_before = from_stat ? -1.0 : p->locality_prev,
                         .kernel_migrated = np_process_cpu_settled(p) ? 0 : p->kernel_migrated_bytes,
                         .thread_workers = workers == NP_HOMES_GIVEN,
-                        .thread_faults_pending = (workers == NP_HOMES_FEW_FAULTS || workers == NP_HOMES_UNMEASURED) &&
-                                np_process_age_usec(p) < NP_HOMES_WAIT_USEC,
+                        .thread_faults_pending = faults_pending,
                         .kernel_churn = churn,
                         .kernel_churn_usec = churn_usec,
                         .memory_only = hold == NP_HOLD_PLACED && !advised && p->memory_only,
@@ -467,8 +483,14 @@ static void log_decision(const NpProcess *p, int level, const char *what, const 
 }
 
 static void placed_done(NpManager *m, int pid, uint64_t moved_bytes, const GError *error, void *userdata) {
-        if (error)
+        if (error) {
                 log_warning("The policy's placement of %d did not complete: %s", pid, error->message);
+                NpProcess *p = np_manager_process(m, pid);
+                if (p)
+                        g_clear_pointer(&p->homes_pending, g_array_unref);
+        }
+        /* the homes its group's move planned (np-thread-homes.h) */
+        np_thread_homes_after_moves(m);
 }
 
 /* d's reason worded: why */
@@ -494,8 +516,10 @@ static void carry_out(NpManager *m, NpProcess *p, const NpDecision *d, const cha
                                 ? np_placement_submit_memory(m, p->pid, d->nodes, d->runs_on, reason, placed_done, NULL,
                                                              &e)
                                 : np_placement_submit(m, p->pid, d->nodes, reason, placed_done, NULL, &e);
-                        if (r < 0)
+                        if (r < 0) {
                                 log_warning("Cannot place %d (%s): %s", p->pid, p->comm, e->message);
+                                g_clear_pointer(&p->homes_pending, g_array_unref);
+                        }
                 }
                 break;
         case NP_DECISION_NOFIT:
@@ -573,7 +597,7 @@ static void snapshot(NpManager *m, Snapshot *s) {
         s->proc_arr = g_array_new(FALSE, FALSE, sizeof(NpPolicyProcess));
         build_nodes(m, s->node_arr);
         s->names = g_ptr_array_new_with_free_func(g_free);
-        build_procs(m, s->cands, s->proc_arr, s->names, &s->groups);
+        build_procs(m, s->cands, s->node_arr, s->proc_arr, s->names, &s->groups);
         /* the room answers of Advise() hold, after the candidates */
         np_reservations_to_procs(m->reservations, s->proc_arr);
         params_of(m, &s->params);
@@ -849,6 +873,13 @@ void np_decide_run(NpManager *m) {
                         ? np_thread_homes_settle_member(m, group_homes, g, p, s.nodes, s.n_nodes,
                                                         hold == NP_HOLD_PLACED, homes_ok)
                         : np_thread_homes_settle(m, p, s.nodes, s.n_nodes, every_node ? NULL : p->target, homes_ok);
+                /* a group moved whole to several nodes: its homes as soon
+                 * as it is there */
+                if (grouped && g->members->len >= 2 && d->kind == NP_DECISION_MOVE && !d->memory_only &&
+                    np_mask_weight(d->nodes) > 1 && s.params.kernel_balancing && m->config->mode == NP_MODE_ENFORCE) {
+                        g_free(homes);
+                        homes = np_thread_homes_plan_member(m, group_homes, g, p, s.nodes, s.n_nodes, d->nodes);
+                }
                 if (homes) {
                         char *both = g_strconcat(why, homes, NULL);
                         g_free(why);

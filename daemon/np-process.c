@@ -77,6 +77,8 @@ void np_process_free(NpProcess *p) {
                 g_array_unref(p->kernel_seen);
         if (p->thread_homes)
                 g_array_unref(p->thread_homes);
+        if (p->homes_pending)
+                g_array_unref(p->homes_pending);
         g_free(p->decision);
         g_free(p->note);
         np_numa_maps_clear(&p->maps);

@@ -177,6 +177,8 @@ typedef struct {
                             * memory): the policy judges it as if it were not placed */
         uint64_t homes_usec; /* CLOCK_MONOTONIC when its homes were last changed, 0 = none */
         uint64_t homes_migrated; /* kernel_migrated_bytes then */
+        GArray *homes_pending; /* NpThreadHome: the homes its group's move gives its busy threads,
+                                * carried out once that move ends (np-thread-homes.h); NULL = none */
         bool kernel_watch; /* the policy left it to the kernel's NUMA balancing on every node,
                             * or placed it whole on several: kernel_seen is kept each scan */
         GArray *kernel_seen; /* NpKernelSeen while kernel_watch, oldest first; NULL = none */

@@ -308,10 +308,10 @@ void np_group_homes_free(NpGroupHomes *gh) {
 }
 
 /* g's homes, worked out at its first member asked for them this round:
- * among the nodes it is placed on (`placed`: p's), else the nodes its
+ * among the nodes it is placed on (`placed_on`), else (NULL) the nodes its
  * members run on. */
-static const Worked *worked_for(NpManager *m, NpGroupHomes *gh, const NpGroup *g, const NpProcess *p,
-                                const NpPolicyNode *nodes, guint n_nodes, bool placed) {
+static const Worked *worked_for(NpManager *m, NpGroupHomes *gh, const NpGroup *g, const NpPolicyNode *nodes,
+                                guint n_nodes, const NpMask *placed_on) {
         Worked *w = g_hash_table_lookup(gh->of_group, g);
         if (w)
                 return w;
@@ -325,28 +325,94 @@ static const Worked *worked_for(NpManager *m, NpGroupHomes *gh, const NpGroup *g
                 if (q->running_nodes)
                         np_mask_or(running, q->running_nodes);
         }
-        const NpMask *among = placed ? p->target : np_mask_empty(running) ? NULL : running;
+        const NpMask *among = placed_on ? placed_on : np_mask_empty(running) ? NULL : running;
         w = g_new0(Worked, 1);
         w->homes = group_homes(m, (NpProcess *const *) members->pdata, members->len, nodes, n_nodes, among, &w->why);
         g_hash_table_insert(gh->of_group, (gpointer) g, w);
         return w;
 }
 
+/* p's part of g's homes (those of its threads), NULL when g has none.
+ * Caller frees. */
+static GArray *part_of(const Worked *w, const NpProcess *p) {
+        if (!w->homes)
+                return NULL;
+        GArray *mine = g_array_new(FALSE, FALSE, sizeof(NpThreadHome));
+        for (guint i = 0; i < w->homes->len; i++) {
+                const NpThreadHome *h = &g_array_index(w->homes, NpThreadHome, i);
+                if (np_process_has_thread(p, h->tid))
+                        g_array_append_val(mine, *h);
+        }
+        return mine;
+}
+
 char *np_thread_homes_settle_member(NpManager *m, NpGroupHomes *gh, const NpGroup *g, NpProcess *p,
                                     const NpPolicyNode *nodes, guint n_nodes, bool placed, bool eligible) {
         if (!homes_eligible(m, p, eligible))
                 return NULL;
-        const Worked *w = worked_for(m, gh, g, p, nodes, n_nodes, placed);
-        GArray *mine = NULL;
-        if (w->homes) {
-                mine = g_array_new(FALSE, FALSE, sizeof(NpThreadHome));
-                for (guint i = 0; i < w->homes->len; i++) {
-                        const NpThreadHome *h = &g_array_index(w->homes, NpThreadHome, i);
-                        if (np_process_has_thread(p, h->tid))
-                                g_array_append_val(mine, *h);
-                }
+        const Worked *w = worked_for(m, gh, g, nodes, n_nodes, placed ? p->target : NULL);
+        return settle_homes(m, p, part_of(w, p), w->why, true, w->homes);
+}
+
+char *np_thread_homes_plan_member(NpManager *m, NpGroupHomes *gh, const NpGroup *g, NpProcess *p,
+                                  const NpPolicyNode *nodes, guint n_nodes, const NpMask *target) {
+        g_clear_pointer(&p->homes_pending, g_array_unref);
+        if (!m->backend)
+                return NULL;
+        const Worked *w = worked_for(m, gh, g, nodes, n_nodes, target);
+        if (!w->homes)
+                return NULL; /* a later round gives them, once placed */
+        p->homes_pending = part_of(w, p);
+        return homes_clause(w->homes, true);
+}
+
+void np_thread_homes_after_moves(NpManager *m) {
+        GHashTableIter it;
+        gpointer v;
+        g_autoptr(GPtrArray) ready = g_ptr_array_new();
+        g_hash_table_iter_init(&it, m->processes);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                NpProcess *p = v;
+                if (p->homes_pending && !p->moving_to && !p->finish_deferred)
+                        g_ptr_array_add(ready, p);
         }
-        return settle_homes(m, p, mine, w->why, true, w->homes);
+        for (guint i = 0; i < ready->len; i++) {
+                NpProcess *p = ready->pdata[i];
+                g_autoptr(GArray) homes = g_steal_pointer(&p->homes_pending);
+                /* (one whose move failed is not where they are) */
+                if (p->state != NP_PROC_PLACED || !np_process_held(p) || p->threads_only)
+                        continue;
+                g_free(settle_homes(m, p, g_steal_pointer(&homes), NP_HOMES_GIVEN, true, NULL));
+        }
+}
+
+bool np_thread_homes_group_pending(NpManager *m, const NpGroup *g, const NpPolicyNode *nodes, guint n_nodes) {
+        if (!np_manager_kernel_balancing(m) || g->members->len < 2)
+                return false;
+        g_autoptr(GPtrArray) members = g_ptr_array_new();
+        uint64_t age = 0;
+        guint busy = 0, unmeasured = 0;
+        for (guint k = 0; k < g->members->len; k++) {
+                NpProcess *q = np_manager_process(m, g_array_index(g->members, NpGroupJoin, k).pid);
+                if (!q)
+                        continue;
+                g_ptr_array_add(members, q);
+                age = MAX(age, np_process_age_usec(q));
+                guint listed = q->thread_cpu ? q->thread_cpu->len : 0;
+                for (guint i = 0; i < listed; i++)
+                        busy += g_array_index(q->thread_cpu, NpThreadCpu, i).cpu >= NP_BUSY_THREAD_CPU;
+                /* (threads read once only have no use over an interval
+                 * yet: they may be busy) */
+                unmeasured += q->threads > listed ? q->threads - listed : 0;
+        }
+        if (age >= NP_HOMES_WAIT_USEC)
+                return false;
+        if (busy < 2)
+                return busy + unmeasured >= 2;
+        NpHomesWhy why = NP_HOMES_FEW_THREADS;
+        g_autoptr(GArray) homes =
+                group_homes(m, (NpProcess *const *) members->pdata, members->len, nodes, n_nodes, NULL, &why);
+        return !homes && why == NP_HOMES_FEW_FAULTS;
 }
 
 NpHomesWhy np_thread_homes_workers(NpManager *m, const NpProcess *p) {

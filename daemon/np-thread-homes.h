@@ -20,7 +20,9 @@
  * A group of several processes (np-group.h) on several nodes, placed there
  * as one or kept where it runs, has the busy threads of all its processes
  * homed together, by the same rule, among its nodes
- * (np_thread_homes_settle_member() for each member). numa01's pair on
+ * (np_thread_homes_settle_member() for each member); a group the round
+ * moves there gets them as soon as its moves end
+ * (np_thread_homes_plan_member()). numa01's pair on
  * one-CPU nodes is the case: each process keeps its node, so the scheduler
  * does not swap them and the kernel moves the first's private pages once,
  * not after every swap. A member of a group
@@ -75,10 +77,40 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpGroupHomes, np_group_homes_free)
 char *np_thread_homes_settle_member(NpManager *m, NpGroupHomes *gh, const NpGroup *g, NpProcess *p,
                                     const NpPolicyNode *nodes, guint n_nodes, bool placed, bool eligible);
 
+/*
+ * When the round moves group g of several processes whole to `target`
+ * (several nodes): g's homes among target, worked out now (in gh) as
+ * np_thread_homes_settle_member() works them out once g is placed there,
+ * and p's part of them kept in p->homes_pending, to be carried out as soon
+ * as the moves end (np_thread_homes_after_moves()). No busy thread then
+ * changes node between the confinement and its home (each change of node
+ * makes the kernel scan the pages of its process anew). Returns the words
+ * p's Decision adds (the group's homes), else NULL: the faults are not
+ * counted yet, and a later round gives the homes. Caller frees.
+ */
+char *np_thread_homes_plan_member(NpManager *m, NpGroupHomes *gh, const NpGroup *g, NpProcess *p,
+                                  const NpPolicyNode *nodes, guint n_nodes, const NpMask *target);
+
+/* After a placement ended: carry out the pending homes of every process no
+ * longer moving (its confinement finished, np-placement.h); one whose move
+ * failed, or that is no longer placed, drops them. */
+void np_thread_homes_after_moves(NpManager *m);
+
 /* A process younger than this whose busy threads' faults are not counted
  * yet (or whose threads are not measured yet) waits for them before it is
  * placed on several nodes (NpPolicyProcess.thread_faults_pending). */
 #define NP_HOMES_WAIT_USEC (30 * G_USEC_PER_SEC)
+
+/* For the policy's snapshot: with the kernel's NUMA balancing on, is g, a
+ * group of several processes the oldest of which is younger than
+ * NP_HOMES_WAIT_USEC, still to learn whether its busy threads work on
+ * their own pages: the kernel has not counted enough of their faults yet
+ * (np_policy_thread_homes() says NP_HOMES_FEW_FAULTS), or fewer than two
+ * are busy but threads read once only may be? Such a group waits before it
+ * is placed on several nodes (NpPolicyProcess.thread_faults_pending), and
+ * once the faults are counted it gets its homes with its move
+ * (np_thread_homes_plan_member()). `nodes` (n_nodes): the round's. */
+bool np_thread_homes_group_pending(NpManager *m, const NpGroup *g, const NpPolicyNode *nodes, guint n_nodes);
 
 /* For the policy's snapshot: with the kernel's NUMA balancing on, do at
  * least two busy threads of p, on more than one node, work on their own

@@ -200,6 +200,40 @@ static void test_thread_workers_left_spread(void) {
         machine_clear(&m);
 }
 
+/* numa01's pair on one-CPU nodes, one group needing two nodes' CPUs, its
+ * busy threads' faults not counted yet (np_thread_homes_group_pending()):
+ * with the kernel's balancing on, both members wait where they run; once
+ * counted, both move to the same two nodes (their homes come with the
+ * move, np-thread-homes.h). */
+static void test_group_waits_for_faults(void) {
+        Machine m;
+        machine_init(&m, 4, 1, 512 * MiB);
+        NpPolicyProcess *a = process(&m, 100, 0.8, "1", (unsigned[]){ 330, 0, 16, 0 });
+        NpPolicyProcess *b = process(&m, 101, 0.8, "3", (unsigned[]){ 320, 0, 0, 1 });
+        a->group = b->group = 3;
+        a->thread_faults_pending = b->thread_faults_pending = true;
+        m.params.kernel_balancing = true;
+        g_autoptr(GPtrArray) d = decide(&m);
+        for (guint i = 0; i < 2; i++) {
+                assert_keep(d, i, NP_REASON_THREAD_FAULTS_PENDING);
+                g_assert_cmpuint(np_mask_weight(why(d, i)->nodes), ==, 2);
+                g_assert_nonnull(strstr(why_of(dec(d, i)), "the kernel has not counted its busy threads' NUMA faults"));
+        }
+        a->thread_faults_pending = b->thread_faults_pending = false;
+        g_autoptr(GPtrArray) e = decide(&m);
+        g_assert_cmpint(dec(e, 0)->kind, ==, NP_DECISION_MOVE);
+        g_assert_cmpint(dec(e, 1)->kind, ==, NP_DECISION_MOVE);
+        g_assert_cmpuint(np_mask_weight(dec(e, 0)->nodes), ==, 2);
+        g_assert_true(np_mask_test(dec(e, 0)->nodes, 0));
+        g_assert_true(np_mask_equal(dec(e, 0)->nodes, dec(e, 1)->nodes));
+        /* with the balancing off no thread gets a home: no waiting */
+        a->thread_faults_pending = b->thread_faults_pending = true;
+        m.params.kernel_balancing = false;
+        g_autoptr(GPtrArray) f = decide(&m);
+        g_assert_cmpint(dec(f, 0)->kind, ==, NP_DECISION_MOVE);
+        machine_clear(&m);
+}
+
 static void test_node_count_by_demand(void) {
         Machine m;
         machine_init(&m, 4, 4, 4 * GiB);
@@ -2172,6 +2206,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/one-node-where-memory-is", test_one_node_where_memory_is);
         g_test_add_func("/policy/node-count-by-demand", test_node_count_by_demand);
         g_test_add_func("/policy/thread-workers-left-spread", test_thread_workers_left_spread);
+        g_test_add_func("/policy/group-waits-for-faults", test_group_waits_for_faults);
         g_test_add_func("/policy/busy-thread-fits-one-cpu", test_busy_thread_fits_one_cpu);
         g_test_add_func("/policy/near-neighbours", test_near_neighbours);
         g_test_add_func("/policy/near-neighbour-by-cpu", test_near_neighbour_by_cpu);

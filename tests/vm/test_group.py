@@ -64,7 +64,9 @@ two CPUs per node), numaplaced at its defaults but for MinProcessCPU=0.08
               "the 2 busy threads of its group ... each is kept on its own
               node"), both processes are in state placed, the threads'
               affinities are their nodes' CPUs, the homes are given once
-              and kept for 20 s, pages moved in those 20 s at most the
+              and kept for 20 s (placed: the pair waits for its threads'
+              faults, and the Placing lines list the same homes, given
+              when the moves end), pages moved in those 20 s at most the
               first's 16 MB once plus 1 MB (before the homes, the kernel
               may have moved its pages after it already, and a placement
               back); with numaplaced stopped, each thread has every CPU
@@ -377,6 +379,12 @@ def homes_phase(t, res, phase):
             homes.update({m.group(1): int(m.group(2)), m.group(3): int(m.group(4))})
     t.check(len(homes) == 2 and set(homes.values()) == set(target),
             f"{phase}: the two busy threads on the group's two nodes, one each ({homes}, nodes {target})")
+    # placed: the pair waited for its threads' faults, and its move gave
+    # the homes (the same ones), so that no thread changed node between
+    for line in placing:
+        m = re.search(r"each is kept on its own node \(([0-9]+) on ([0-9]+), ([0-9]+) on ([0-9]+)\)", line)
+        got = {m.group(1): int(m.group(2)), m.group(3): int(m.group(4))} if m else None
+        t.eq(got, homes, f"{phase}: the Placing line lists the group's homes ({line!r})")
     # each homed thread's affinity is its node's CPU (one CPU per node, CPU
     # n on node n); numaplaced stopped, every CPU again
     aff = {}
