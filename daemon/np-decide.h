@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 /*
- * Deciding: after each scan, builds the policy's snapshot from the
- * manager (np-policy.h), runs the pure policy, and carries out its
+ * Deciding: after each scan, takes the policy's snapshot of the manager
+ * (np-snapshot.h), runs the pure policy, and carries out its
  * decisions: in Mode=enforce every move goes through the placement path
  * (np-placement.h), all of a scan's moves queued at once; in Mode=advise the
  * decision is published (State "advised", TargetNodes) and logged, nothing
@@ -29,18 +29,7 @@
  * memory). A round waits NP_DECIDE_WAIT_ROUNDS in a row at most: processes
  * that keep arriving do not hold the others back for longer.
  *
- * A Groups= cgroup group's pages per node are its cgroup's memory.numa_stat
- * (cgroup v2: anon + shmem), read once per decision, when it tells them;
- * its members are marked (NpProcess.pages_from_group) so their numa_maps is
- * not read by age. Otherwise, and for every other group, the members'
- * numa_maps.
- *
- * A process is "foreign" (left alone) when the daemon does not hold it and
- * its Cpus_allowed_list is not every online CPU or its Mems_allowed_list is
- * not every node with memory: someone else (taskset, numactl
- * --cpunodebind/--membind with a cpuset, a container runtime) narrowed it.
- * Include= naming it (or Include()) overrides that. Its Decision names its
- * cgroup when that is not the root (NP_REASON_FOREIGN).
+ * The snapshot the policy decides from is np-snapshot.h's.
  */
 #include <stdbool.h>
 #include <stdint.h>

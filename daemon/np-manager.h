@@ -139,7 +139,7 @@ typedef struct NpManager {
         uint64_t migration_calls;
         uint64_t migration_failed_pages;
         uint64_t placements[_NP_PLACE_REASON_MAX]; /* placements carried out, by reason */
-        uint64_t numa_stat_reads; /* cgroup groups' memory.numa_stat read for the policy (np-decide.c) */
+        uint64_t numa_stat_reads; /* cgroup groups' memory.numa_stat read for the policy (np-snapshot.c) */
         GHashTable *numa_stat_failed; /* group cgroup -> errno of its last scan's failed
                                        * memory.numa_stat read (each failure is logged once) */
 

@@ -31,7 +31,7 @@
  *    can move its pages elsewhere (both keep to the target's cpuset), so
  *    only the resident memory can tell of a change, and it is watched.
  *    It is skipped too for a member of a cgroup group whose pages the
- *    policy takes from the cgroup's memory.numa_stat (np-decide.c): the
+ *    policy takes from the cgroup's memory.numa_stat (np-snapshot.c): the
  *    group's pages per node are read there every scan without walking
  *    any page table;
  *  - and around a move: before planning it the manager reads it, after it the

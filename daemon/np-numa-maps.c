@@ -264,6 +264,13 @@ uint64_t np_numa_maps_node_bytes(const NpNumaMaps *m, unsigned node) {
         return 0;
 }
 
+uint64_t np_node_bytes_sum(const GArray *a) {
+        uint64_t sum = 0;
+        for (guint j = 0; a && j < a->len; j++)
+                sum += g_array_index(a, NpNodeBytes, j).bytes;
+        return sum;
+}
+
 bool np_node_bytes_equal(const GArray *a, const GArray *b) {
         guint na = a ? a->len : 0, nb = b ? b->len : 0;
         if (na != nb)

@@ -92,6 +92,8 @@ void np_node_bytes_subtract(GArray *acc, const GArray *sub);
 /* Two NpNodeBytes arrays hold the same entries in the same order (NULL is
  * empty). */
 bool np_node_bytes_equal(const GArray *a, const GArray *b);
+/* The bytes of an NpNodeBytes array, every node's together (NULL: 0). */
+uint64_t np_node_bytes_sum(const GArray *a);
 
 /* Read /proc/<pid>/numa_maps through np-sysroot and parse it: 0, or -ESRCH
  * when the process is gone (ENOENT or ESRCH while reading), -EINVAL for

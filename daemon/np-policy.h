@@ -3,8 +3,8 @@
 /*
  * The placement policy: a pure function, a snapshot of the machine and its
  * candidate processes in, one decision per process out. No I/O, no clock,
- * no daemon state: np-decide.c builds the snapshot and carries out the
- * decisions; the unit tests call it with struct literals.
+ * no daemon state: np-snapshot.c builds the snapshot, np-decide.c carries
+ * out the decisions; the unit tests call it with struct literals.
  *
  * The ledger. Every node has a CPU and a memory capacity at
  * TargetUtilization: cpu_capacity x T% CPUs and mem_total x T% bytes. What
