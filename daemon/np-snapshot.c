@@ -363,13 +363,13 @@ static void build_procs(NpManager *m, GPtrArray *cands, const GArray *node_arr, 
                 bool faults_pending = (workers == NP_HOMES_FEW_FAULTS || workers == NP_HOMES_UNMEASURED) &&
                         np_process_age_usec(p) < NP_HOMES_WAIT_USEC;
                 if (group && g->members->len >= 2) {
-                        gpointer v;
-                        if (!g_hash_table_lookup_extended(pending, g, NULL, &v)) {
+                        gpointer v = GINT_TO_POINTER(0);
+                        if (hold == NP_HOLD_NONE && !g_hash_table_lookup_extended(pending, g, NULL, &v)) {
                                 v = GINT_TO_POINTER(np_thread_homes_group_pending(
                                         m, g, (const NpPolicyNode *) (void *) node_arr->data, node_arr->len));
                                 g_hash_table_insert(pending, (gpointer) g, v);
                         }
-                        faults_pending = hold == NP_HOLD_NONE && GPOINTER_TO_INT(v);
+                        faults_pending = GPOINTER_TO_INT(v);
                 }
                 uint64_t churn_usec, homes_usec;
                 uint64_t churn = np_process_kernel_churn(p, &churn_usec);
