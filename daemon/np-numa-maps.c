@@ -99,9 +99,10 @@ static void add_shm(NpNumaMaps *m, uint64_t start, uint64_t page_bytes, uint64_t
 
 /* One numa_maps line [p, eol): "<addr> <policy> [key=value | flag]...".
  * Adds to acc (bytes per node, indexed by node), huge (NpHugeBytes of the
- * lines marked huge), the totals in m and, for a shmem object, m->shm. */
+ * lines marked huge), file_acc (bytes per node of the page cache's
+ * lines), the totals in m and, for a shmem object, m->shm. */
 static int numa_maps_line(const char *p, const char *eol, GArray *line_pages, GArray *acc, GArray *huge_acc,
-                          NpNumaMaps *m) {
+                          GArray *file_acc, NpNumaMaps *m) {
         const char *q = p;
         uint64_t start = 0;
         /* start address, hex */
@@ -162,6 +163,8 @@ static int numa_maps_line(const char *p, const char *eol, GArray *line_pages, GA
                     __builtin_add_overflow(line_bytes, bytes, &line_bytes))
                         return -EINVAL;
                 add_bytes(acc, lp->node, bytes);
+                if (file && !shm && !huge)
+                        add_bytes(file_acc, lp->node, bytes);
                 if (huge && bytes)
                         add_huge(huge_acc, lp->node, page_kb * 1024, bytes);
         }
@@ -185,6 +188,18 @@ static int numa_maps_line(const char *p, const char *eol, GArray *line_pages, GA
         return 0;
 }
 
+/* The bytes of acc (indexed by node) appended to out as NpNodeBytes, in
+ * node order, nodes with none left out. */
+static void by_node(const GArray *acc, GArray *out) {
+        for (unsigned node = 0; node < acc->len; node++) {
+                uint64_t b = g_array_index(acc, uint64_t, node);
+                if (b) {
+                        NpNodeBytes nb = { .node = node, .bytes = b };
+                        g_array_append_val(out, nb);
+                }
+        }
+}
+
 int np_parse_numa_maps(const char *buf, NpNumaMaps *out) {
         if (!buf || !out)
                 return -EINVAL;
@@ -192,23 +207,24 @@ int np_parse_numa_maps(const char *buf, NpNumaMaps *out) {
         g_autoptr(GArray) acc = g_array_new(FALSE, TRUE, sizeof(uint64_t));
         g_autoptr(GArray) line_pages = g_array_new(FALSE, FALSE, sizeof(LinePages));
         g_autoptr(GArray) huge = g_array_new(FALSE, FALSE, sizeof(NpHugeBytes));
+        g_autoptr(GArray) file_acc = g_array_new(FALSE, TRUE, sizeof(uint64_t));
 
         for (const char *line = buf; *line;) {
                 const char *eol = strchr(line, '\n');
                 if (!eol)
                         eol = line + strlen(line);
-                if (eol > line && numa_maps_line(line, eol, line_pages, acc, huge, &m) < 0) {
+                if (eol > line && numa_maps_line(line, eol, line_pages, acc, huge, file_acc, &m) < 0) {
                         np_numa_maps_clear(&m);
                         return -EINVAL;
                 }
                 line = *eol ? eol + 1 : eol;
         }
-        for (unsigned node = 0; node < acc->len; node++) {
-                uint64_t b = g_array_index(acc, uint64_t, node);
-                if (b) {
-                        NpNodeBytes nb = { .node = node, .bytes = b };
-                        g_array_append_val(m.per_node, nb);
-                }
+        by_node(acc, m.per_node);
+        if (file_acc->len) {
+                m.file_per_node = g_array_new(FALSE, FALSE, sizeof(NpNodeBytes));
+                by_node(file_acc, m.file_per_node);
+                if (m.file_per_node->len == 0)
+                        g_clear_pointer(&m.file_per_node, g_array_unref);
         }
         if (huge->len) {
                 g_array_sort(huge, cmp_huge);
@@ -229,6 +245,8 @@ void np_numa_maps_clear(NpNumaMaps *m) {
                 g_array_unref(m->shm);
         if (m->files)
                 g_array_unref(m->files);
+        if (m->file_per_node)
+                g_array_unref(m->file_per_node);
         memset(m, 0, sizeof(*m));
 }
 
@@ -243,6 +261,7 @@ void np_numa_maps_copy(const NpNumaMaps *src, NpNumaMaps *dst) {
                 g_array_append_vals(dst->huge_per_node, src->huge_per_node->data, src->huge_per_node->len);
         }
         dst->files = src->files ? g_array_copy(src->files) : NULL;
+        dst->file_per_node = src->file_per_node ? g_array_copy(src->file_per_node) : NULL;
         dst->shm = NULL;
         for (guint i = 0; src->shm && i < src->shm->len; i++) {
                 NpNumaMapsShm c = g_array_index(src->shm, NpNumaMapsShm, i);

@@ -57,6 +57,9 @@ typedef struct {
                                   * file lines mapped read-only np-process.c takes out) */
         GArray *shm; /* NpNumaMapsShm in file order, lines with pages only; NULL when none */
         GArray *files; /* NpNumaMapsFile in file order; NULL when none */
+        GArray *file_per_node; /* NpNodeBytes sorted by node, 0 omitted, of the page cache it maps
+                                * (file= lines neither of a shmem object nor huge: programs,
+                                * libraries, files), part of per_node; NULL when none */
 } NpNumaMaps;
 
 /* Parse /proc/<pid>/numa_maps: N<node>=<pages> counts times kernelpagesize_kB
@@ -70,7 +73,8 @@ typedef struct {
  * kernel/sched/fair.c); files the file lines among them, which still count
  * (the kernel does not scan a file mapping that may not be written either,
  * but only /proc/PID/maps tells which those are); shm the lines of shmem objects
- * (NpNumaMapsShm; file= as numa_maps escapes it, a space as \040). Lines without pages are fine, an
+ * (NpNumaMapsShm; file= as numa_maps escapes it, a space as \040); file_per_node the
+ * other file= lines that are not huge, whatever their policy. Lines without pages are fine, an
  * empty buffer gives an empty result. 0 and *out overwritten, or -EINVAL
  * (out untouched) for a malformed line. Free with np_numa_maps_clear()
  * (idempotent). */

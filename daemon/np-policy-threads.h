@@ -52,7 +52,8 @@ typedef struct {
         int home; /* the node it is kept on now, -1 = none */
         const GArray *pages; /* NpNodeBytes (np-numa-maps.h): where the pages it alone works on
                               * are now, when that is known (the only busy thread of a process
-                              * in a group: the process's pages outside shared memory); NULL =
+                              * in a group: the process's pages outside shared memory and the
+                              * files it maps); NULL =
                               * its private faults tell, as they were when the kernel counted them */
 } NpPolicyThread;
 

@@ -206,15 +206,17 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
         return settle_homes(m, p, homes, why, false, NULL);
 }
 
-/* p's pages outside shared memory by node, as numa_maps read them last
- * (NpNodeBytes: its file pages, libraries among them, are counted too);
- * NULL when they were not read. */
+/* p's own pages by node (NpNodeBytes), as numa_maps read them last: all
+ * but its shared memory and the page cache it maps (its program and
+ * libraries, which every process mapping them shares). NULL when they were
+ * not read. */
 static GArray *private_pages(const NpProcess *p) {
         if (p->maps_error != 0 || !p->maps.per_node)
                 return NULL;
         GArray *pages = g_array_copy(p->maps.per_node);
         for (guint i = 0; p->maps.shm && i < p->maps.shm->len; i++)
                 np_node_bytes_subtract(pages, g_array_index(p->maps.shm, NpNumaMapsShm, i).per_node);
+        np_node_bytes_subtract(pages, p->maps.file_per_node);
         return pages;
 }
 
@@ -255,7 +257,7 @@ static GArray *group_homes(NpManager *m, NpProcess *const *members, guint n, con
                         g_array_append_val(threads, t);
                 }
                 /* its only busy thread, its faults counted: the pages it
-                 * works on alone are the process's outside shared memory,
+                 * works on alone are the process's own (private_pages()),
                  * where numa_maps has them now (its faults were counted
                  * where the pages were then, before the kernel moved them) */
                 NpPolicyThread *only =

@@ -68,7 +68,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpGroupHomes, np_group_homes_free)
  * placed on (placed) or its members run on: their CPU use by node taken
  * out of the nodes' load, busy threads without faults counted among them,
  * and a member's only busy thread with its process's pages outside shared
- * memory as its pages (np-policy-threads.h); none when a thread would need
+ * memory and the files it maps as its pages (np-policy-threads.h); none
+ * when a thread would need
  * a node outside those (NP_HOMES_OUTSIDE). They are worked out at the
  * first member the round settles (in gh); p keeps its threads' part.
  * Returns the words its Decision adds (the group's homes), else NULL.

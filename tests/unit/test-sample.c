@@ -550,9 +550,10 @@ static void test_numa_maps_parse(void) {
                           "7f700000 default anon=1 N130=1 kernelpagesize_kB=65536\n"
                           "7f800000 default anon=5 N1=2 N1=3\n" /* repeated node adds up */
                           "7f900000 default file=/dev/zero\\040(deleted) dirty=6 N2=6 kernelpagesize_kB=4\n"
-                          "7fa00000 default file=/usr/lib/libbig.so mapped=7 N3=7 kernelpagesize_kB=4\n";
+                          "7fa00000 default file=/usr/lib/libbig.so mapped=7 N3=7 kernelpagesize_kB=4\n"
+                          "7fb00000 bind:0 file=/srv/data mapped=4 N0=4 kernelpagesize_kB=4\n";
         g_assert_cmpint(np_parse_numa_maps(buf, &m), ==, 0);
-        g_assert_cmpuint(np_numa_maps_node_bytes(&m, 0), ==, 1024 * 4 * KIB + 2 * 2 * MIB + 4 * KIB);
+        g_assert_cmpuint(np_numa_maps_node_bytes(&m, 0), ==, 1024 * 4 * KIB + 2 * 2 * MIB + 4 * KIB + 4 * 4 * KIB);
         g_assert_cmpuint(np_numa_maps_node_bytes(&m, 2), ==, 1024 * 4 * KIB + 6 * 4 * KIB);
         g_assert_cmpuint(np_numa_maps_node_bytes(&m, 1), ==,
                          1024 * 4 * KIB + 3 * 4 * KIB + 4 * KIB + 4 * KIB + 5 * 4 * KIB);
@@ -568,9 +569,19 @@ static void test_numa_maps_parse(void) {
         g_assert_cmpuint(m.files->len, ==, 1);
         g_assert_cmphex(g_array_index(m.files, NpNumaMapsFile, 0).start, ==, 0x7fa00000);
         g_assert_cmpuint(g_array_index(m.files, NpNumaMapsFile, 0).bytes, ==, 7 * 4 * KIB);
+        /* the page cache it maps, whatever the policy: the library's 7
+         * pages on N3 and the bound file's 4 on N0; not the shared
+         * anonymous memory */
+        g_assert_nonnull(m.file_per_node);
+        g_assert_cmpuint(m.file_per_node->len, ==, 2);
+        g_assert_cmpuint(g_array_index(m.file_per_node, NpNodeBytes, 0).node, ==, 0);
+        g_assert_cmpuint(g_array_index(m.file_per_node, NpNodeBytes, 0).bytes, ==, 4 * 4 * KIB);
+        g_assert_cmpuint(g_array_index(m.file_per_node, NpNodeBytes, 1).node, ==, 3);
+        g_assert_cmpuint(g_array_index(m.file_per_node, NpNodeBytes, 1).bytes, ==, 7 * 4 * KIB);
         NpNumaMaps c;
         np_numa_maps_copy(&m, &c);
         g_assert_true(c.files != m.files && c.files->len == 1);
+        g_assert_true(c.file_per_node != m.file_per_node && c.file_per_node->len == 2);
         np_numa_maps_clear(&c);
         uint64_t sum = 0;
         unsigned prev = 0;
@@ -592,6 +603,13 @@ static void test_numa_maps_parse(void) {
         np_numa_maps_clear(&m);
         g_assert_cmpint(np_parse_numa_maps("\n\n7f0 default N0=1", &m), ==, 0);
         g_assert_cmpuint(m.total_bytes, ==, 4 * KIB);
+        np_numa_maps_clear(&m);
+        /* a file on hugetlbfs (a guest's memory) is not page cache */
+        g_assert_cmpint(np_parse_numa_maps("7f0 default file=/dev/hugepages/vm huge dirty=1 N2=1 "
+                                           "kernelpagesize_kB=2048\n",
+                                           &m),
+                        ==, 0);
+        g_assert_null(m.file_per_node);
         np_numa_maps_clear(&m);
 
         static const char *bad[] = {
