@@ -337,6 +337,7 @@ void np_decide_run(NpManager *m) {
         g_array_sort_with_data(seq, by_order, decisions);
         /* the groups' homes, worked out at each group's first member */
         g_autoptr(NpGroupHomes) group_homes = np_group_homes_new();
+        bool faults_wait = false;
         for (guint k = 0; k < seq->len; k++) {
                 guint i = g_array_index(seq, guint, k);
                 NpProcess *p = s.cands->pdata[i];
@@ -391,6 +392,14 @@ void np_decide_run(NpManager *m) {
                 carry_out(m, p, d, why);
                 p->kernel_watch =
                         s.params.kernel_balancing && s.params.confines_memory && (every_node || placed_spread);
+                faults_wait |= kept && s.procs[i].thread_faults_pending;
+        }
+        if (faults_wait) {
+                /* a young process or group kept where it is until the kernel
+                 * has counted its busy threads' faults: looked at again at a
+                 * follow-up scan, not after an interval that stretches */
+                np_manager_set_scan_interval(m, MIN(NP_FOLLOWUP_USEC, m->config->scan_interval_usec));
+                m->followup_scan = true;
         }
         record_groups(m, &s, decisions);
 }

@@ -29,6 +29,13 @@
  * memory). A round waits NP_DECIDE_WAIT_ROUNDS in a row at most: processes
  * that keep arriving do not hold the others back for longer.
  *
+ * A process or group the round keeps where it is while the kernel has
+ * not counted enough of its busy threads' NUMA faults (young, the kernel's
+ * balancing on: NpPolicyProcess.thread_faults_pending, np-thread-homes.h)
+ * makes the next scan a follow-up (NP_FOLLOWUP_USEC, np-scan.h): its homes,
+ * or its placement, come as soon as the faults are counted, for as long as
+ * it is young enough to wait (NP_HOMES_WAIT_USEC).
+ *
  * The snapshot the policy decides from is np-snapshot.h's.
  */
 #include <stdbool.h>

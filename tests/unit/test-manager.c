@@ -513,6 +513,76 @@ static void test_homes_workers_one_node(Fixture *f, gconstpointer data) {
         g_assert_cmpint(np_thread_homes_workers(f->m, p), ==, NP_HOMES_FEW_THREADS);
 }
 
+/* A young process the policy would spread over two nodes waits while the
+ * kernel has not counted its busy threads' faults, and that wait makes the
+ * next scan a follow-up (np-decide.h), also after a scan that reset the
+ * interval; once they are counted it waits no more. The 4node fixture
+ * (4 CPUs a node), bigdb (4242) with the balancing on, its memory
+ * interleaved, seen 1.19 s after its start, busy on 6 CPUs: more than one
+ * node's 3.4 at TargetUtilization=85%. */
+static void test_faults_wait_followup(Fixture *f, gconstpointer data) {
+        g_autofree char *maps = fixture_path(f, "proc/4242/numa_maps");
+        f->m->config->mode = NP_MODE_ADVISE;
+        /* interleaved (the kernel's balancing leaves it where it is) */
+        g_assert_true(g_file_set_contents(maps,
+                                          "7f3a00000000 interleave:0-3 anon=262144 dirty=262144 N0=65536 "
+                                          "N1=65536 N2=65536 N3=65536 kernelpagesize_kB=4\n",
+                                          -1, NULL));
+        /* started 1.19 s ago by this machine's clock (the wait is for the
+         * young, np_process_age_usec()) */
+        struct timespec ts;
+        g_assert_cmpint(clock_gettime(CLOCK_BOOTTIME, &ts), ==, 0);
+        double now = (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+        g_autofree char *uptime = fixture_path(f, "proc/uptime");
+        g_autofree char *up = g_strdup_printf("%.2f 100.00\n", now);
+        g_assert_true(g_file_set_contents(uptime, up, -1, NULL));
+        set_stat_field(f, 22, (unsigned) ((now - 1.19) * (double) sysconf(_SC_CLK_TCK)));
+        unsigned utime = 100;
+        set_stat(f, utime, 262144);
+        scan_and_decide(f);
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+        for (guint round = 0; round < 2; round++) {
+                f->m->followup_scan = false;
+                set_stat(f, utime += 6 * one_cpu_ticks(), 262144);
+                g_usleep(100 * 1000);
+                last_scan = g_get_monotonic_time();
+                g_assert_cmpint(np_scan_run(f->m), ==, 0);
+                g_assert_true(np_process_cpu_settled(p));
+                /* (the scan alone wants no follow-up) */
+                g_assert_cmpuint(f->m->scan_interval_usec, >, NP_FOLLOWUP_USEC);
+                /* six busy threads on nodes 1 and 2, no faults counted */
+                set_threads(p, 6, 0.9, "1-2");
+                np_decide_run(f->m);
+                g_assert_nonnull(strstr(p->decision, "the kernel has not counted its busy threads' NUMA faults"));
+                g_assert_cmpint(p->state, ==, NP_PROC_OBSERVED);
+                g_assert_cmpuint(f->m->scan_interval_usec, ==, NP_FOLLOWUP_USEC);
+                g_assert_true(f->m->followup_scan);
+        }
+        /* counted (shared pages): decided, no follow-up for it */
+        for (guint i = 0; i < 6; i++) {
+                g_autofree char *dir = g_strdup_printf("%s/proc/4242/task/%u", f->root, 4243 + i);
+                g_autofree char *sched = g_build_filename(dir, "sched", NULL);
+                g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
+                g_assert_true(g_file_set_contents(sched,
+                                                  "numa_faults node=1 task_private=100 task_shared=5000 "
+                                                  "group_private=0 group_shared=0\n",
+                                                  -1, NULL));
+        }
+        f->m->followup_scan = false;
+        set_stat(f, utime += 6 * one_cpu_ticks(), 262144);
+        g_usleep(100 * 1000);
+        last_scan = g_get_monotonic_time();
+        g_assert_cmpint(np_scan_run(f->m), ==, 0);
+        set_threads(p, 6, 0.9, "1-2");
+        np_decide_run(f->m);
+        g_assert_null(strstr(p->decision, "has not counted"));
+        g_assert_cmpint(p->state, ==, NP_PROC_ADVISED);
+        g_assert_cmpuint(np_mask_weight(p->target), ==, 2);
+        g_assert_false(f->m->followup_scan);
+        g_assert_cmpuint(f->m->scan_interval_usec, !=, NP_FOLLOWUP_USEC);
+}
+
 /* With the balancing on, a process that became local between two reads
  * (the kernel moved it while the daemon looked away) is read again until its
  * locality stops changing, however local it is: a decision on the read
@@ -1713,6 +1783,7 @@ int main(int argc, char **argv) {
         ADD("/manager/round-fits-one", "4node", test_round_fits_one);
         ADD("/manager/kernel-watch", "4node", test_kernel_watch);
         ADD("/manager/homes-workers-one-node", "4node", test_homes_workers_one_node);
+        ADD("/manager/faults-wait-followup", "4node", test_faults_wait_followup);
         ADD("/manager/kernel-watch-until-settled", "4node", test_kernel_watch_until_settled);
         ADD("/manager/peek", "4node", test_peek);
         ADD("/manager/advice-reserves", "4node", test_advice_reserves);
