@@ -43,6 +43,10 @@ void np_log_set_level(int level) {
         log_level = level;
 }
 
+bool np_log_enabled(int level) {
+        return level <= log_level;
+}
+
 void np_log_set_journal(int mode) {
         journal_mode = mode;
         journal_resolved = -1;

@@ -6,6 +6,7 @@
  * priorities; LogLevel= and --log-level set the threshold.
  */
 #include <glib.h>
+#include <stdbool.h>
 #include <syslog.h>
 
 /* Returns a LOG_* priority, or -EINVAL for an unknown name.
@@ -14,6 +15,9 @@ int np_log_level_from_string(const char *s);
 const char *np_log_level_to_string(int level);
 
 void np_log_set_level(int level);
+/* Would a message of `level` be logged (LogLevel=)? For messages costly to
+ * put together. */
+bool np_log_enabled(int level);
 /* Force the target: 1 journal, 0 stderr, -1 auto (journal when
  * $JOURNAL_STREAM names the device and inode of our stderr, i.e. systemd
  * connected stderr to the journal). */

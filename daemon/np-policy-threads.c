@@ -195,6 +195,54 @@ GArray *np_policy_thread_homes(const NpPolicyNode *nodes, guint n_nodes, const N
         return out;
 }
 
+char *np_policy_threads_describe(const NpPolicyThread *threads, guint n) {
+        if (n == 0)
+                return g_strdup("none");
+        GString *s = g_string_new(NULL);
+        for (guint i = 0; i < n; i++) {
+                const NpPolicyThread *t = &threads[i];
+                uint64_t priv = 0, all = 0, most = 0;
+                int most_on = -1;
+                for (guint k = 0; t->faults && k < t->faults->len; k++) {
+                        const NpNodeFaults *f = &g_array_index(t->faults, NpNodeFaults, k);
+                        priv += f->private_faults;
+                        all += f->private_faults + f->shared_faults;
+                        if (f->private_faults > most) {
+                                most = f->private_faults;
+                                most_on = (int) f->node;
+                        }
+                }
+                g_string_append_printf(s, "%s%d (%.2f CPUs, ", i ? ", " : "", (int) t->tid, t->cpu);
+                if (all == 0)
+                        g_string_append(s, "no faults counted");
+                else if (most_on < 0)
+                        g_string_append_printf(s, "%" G_GUINT64_FORMAT " faults, none private", all);
+                else
+                        g_string_append_printf(
+                                s, "%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " faults private, most on %d", priv,
+                                all, most_on);
+                if (t->pages) {
+                        uint64_t bytes = 0, top = 0;
+                        int top_on = -1;
+                        for (guint k = 0; k < t->pages->len; k++) {
+                                const NpNodeBytes *b = &g_array_index(t->pages, NpNodeBytes, k);
+                                bytes += b->bytes;
+                                if (b->bytes > top) {
+                                        top = b->bytes;
+                                        top_on = (int) b->node;
+                                }
+                        }
+                        g_string_append_printf(s, "; %.1f MiB of its own", (double) bytes / (1 << 20));
+                        if (top_on >= 0)
+                                g_string_append_printf(s, ", most on %d", top_on);
+                }
+                if (t->home >= 0)
+                        g_string_append_printf(s, "; kept on %d", t->home);
+                g_string_append_c(s, ')');
+        }
+        return g_string_free(s, FALSE);
+}
+
 static gint by_tid(gconstpointer a, gconstpointer b) {
         const NpThreadHome *x = a, *y = b;
         return (x->tid > y->tid) - (x->tid < y->tid);

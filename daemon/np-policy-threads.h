@@ -136,5 +136,11 @@ char *np_policy_homes_clause(const GArray *homes);
  * them". Caller frees. */
 char *np_policy_group_homes_clause(const GArray *homes);
 
+/* What the rule is given for the busy threads `threads` (n), for the log:
+ * "171 (0.60 CPUs, 5000 of 5000 faults private, most on 0; 16.0 MiB of
+ * its own, most on 0; kept on 0), 205 (0.58 CPUs, no faults counted)";
+ * "none" when n is 0. Caller frees. */
+char *np_policy_threads_describe(const NpPolicyThread *threads, guint n);
+
 /* "fewer than two busy threads", ...: why for the log. */
 const char *np_homes_why_to_string(NpHomesWhy why);

@@ -46,6 +46,19 @@ static NpPolicyThread *busy_threads(const NpProcess *p, GArray **faults, guint *
         return threads;
 }
 
+/* At LogLevel=debug: what the rule was given for the busy threads of p (of
+ * its group: `group`) and what it gave. */
+static void log_homes(const NpProcess *p, bool group, const NpPolicyThread *threads, guint n, const NpMask *among,
+                      const GArray *homes, NpHomesWhy why) {
+        if (!np_log_enabled(LOG_DEBUG))
+                return;
+        g_autofree char *in = np_policy_threads_describe(threads, n);
+        g_autofree char *nodes = among ? np_mask_format(among) : g_strdup("any");
+        g_autofree char *out = homes ? np_policy_homes_list(homes) : g_strdup(np_homes_why_to_string(why));
+        log_debug("Thread homes for %s%d (%s) among nodes %s: busy threads %s: %s", group ? "the group of " : "",
+                  p->pid, p->comm, nodes, in, out);
+}
+
 static void forget_homes(NpProcess *p) {
         g_clear_pointer(&p->thread_homes, g_array_unref);
         p->threads_only = false;
@@ -203,6 +216,7 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
         NpHomesWhy why;
         GArray *homes = np_policy_thread_homes(nodes, n_nodes, prefer, p->cpu_per_node, threads, n,
                                                m->config->target_utilization, &why);
+        log_homes(p, false, threads, n, prefer, homes, why);
         return settle_homes(m, p, homes, why, false, NULL);
 }
 
@@ -276,6 +290,8 @@ static GArray *group_homes(NpManager *m, NpProcess *const *members, guint n, con
                         g_clear_pointer(&homes, g_array_unref);
                         *why = NP_HOMES_OUTSIDE;
                 }
+        if (n > 0)
+                log_homes(members[0], true, (const NpPolicyThread *) threads->data, threads->len, prefer, homes, *why);
         return homes;
 }
 

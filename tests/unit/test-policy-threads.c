@@ -327,6 +327,28 @@ static void test_group_faultless(void) {
                         "its group's threads would need nodes outside the group's");
 }
 
+/* What the log says the rule was given: faults, pages, homes. */
+static void test_describe(void) {
+        Case c;
+        case_init(&c, 4, 1.0);
+        add_thread(&c, 0.6, 0, "01", 2500, 10);
+        add_thread(&c, 0.58, -1, "", 0, 0);
+        add_thread(&c, 0.4, -1, "2", 0, 40);
+        g_autoptr(GArray) pages = g_array_new(FALSE, FALSE, sizeof(NpNodeBytes));
+        NpNodeBytes on1 = { 1, 1 * MiB }, on3 = { 3, 15 * MiB };
+        g_array_append_val(pages, on1);
+        g_array_append_val(pages, on3);
+        c.threads[1].pages = pages;
+        g_autofree char *d = np_policy_threads_describe(c.threads, c.n_threads);
+        g_assert_cmpstr(d, ==,
+                        "100 (0.60 CPUs, 5000 of 5010 faults private, most on 0; kept on 0), "
+                        "101 (0.58 CPUs, no faults counted; 16.0 MiB of its own, most on 3), "
+                        "102 (0.40 CPUs, 40 faults, none private)");
+        g_autofree char *none = np_policy_threads_describe(c.threads, 0);
+        g_assert_cmpstr(none, ==, "none");
+        case_clear(&c);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/homes/first-touch-on-one-node", test_first_touch_on_one_node);
@@ -339,5 +361,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/homes/clause", test_clause);
         g_test_add_func("/homes/ran-there", test_ran_there);
         g_test_add_func("/homes/group-faultless", test_group_faultless);
+        g_test_add_func("/homes/describe", test_describe);
         return g_test_run();
 }
