@@ -80,6 +80,16 @@ static double own_on(const GArray *own, unsigned node) {
         return 0.0;
 }
 
+/* Can node be a home at all (CPUs and memory)? */
+static bool candidate(const NpPolicyNode *node) {
+        return node->cpu_capacity > 0 && node->mem_total > 0;
+}
+
+/* The load of others on node: its cpu_busy without `own`. */
+static double others_load(const NpPolicyNode *node, const GArray *own) {
+        return MAX(0.0, node->cpu_busy - own_on(own, node->id));
+}
+
 /* Is node a (nodes[a]) a better home for t than node b (both candidates;
  * load[] after the homes given so far)? Between its home and another node,
  * both of `prefer` or neither: its home while it has room, or while the
@@ -137,8 +147,9 @@ NpHomesWhy np_policy_threads_private(const NpPolicyThread *threads, guint n) {
         return NP_HOMES_GIVEN;
 }
 
-GArray *np_policy_thread_homes(const NpPolicyNode *nodes, guint n_nodes, const NpMask *prefer, const GArray *own,
-                               const NpPolicyThread *threads, guint n, unsigned target_utilization, NpHomesWhy *why) {
+GArray *np_policy_thread_homes(const NpPolicyNode *nodes, guint n_nodes, const NpMask *prefer, bool confined,
+                               const GArray *own, const NpPolicyThread *threads, guint n, unsigned target_utilization,
+                               NpHomesWhy *why) {
         NpHomesWhy dummy;
         if (!why)
                 why = &dummy;
@@ -150,9 +161,9 @@ GArray *np_policy_thread_homes(const NpPolicyNode *nodes, guint n_nodes, const N
         g_autofree double *load = g_new0(double, n_nodes ? n_nodes : 1);
         guint n_cand = 0;
         for (guint i = 0; i < n_nodes; i++) {
-                if (nodes[i].cpu_capacity <= 0 || nodes[i].mem_total == 0)
+                if (!candidate(&nodes[i]) || (confined && prefer && !np_mask_test(prefer, nodes[i].id)))
                         continue;
-                load[i] = MAX(0.0, nodes[i].cpu_busy - own_on(own, nodes[i].id));
+                load[i] = others_load(&nodes[i], own);
                 cand[n_cand++] = i;
         }
         if (n_cand < 2) {
@@ -240,6 +251,17 @@ char *np_policy_threads_describe(const NpPolicyThread *threads, guint n) {
                         g_string_append_printf(s, "; kept on %d", t->home);
                 g_string_append_c(s, ')');
         }
+        return g_string_free(s, FALSE);
+}
+
+char *np_policy_threads_load_describe(const NpPolicyNode *nodes, guint n_nodes, const GArray *own) {
+        GString *s = g_string_new(NULL);
+        for (guint i = 0; i < n_nodes; i++)
+                if (candidate(&nodes[i]))
+                        g_string_append_printf(s, "%s%u %.2f of %.2f CPUs", s->len ? ", " : "", nodes[i].id,
+                                               others_load(&nodes[i], own), nodes[i].cpu_capacity);
+        if (s->len == 0)
+                g_string_append(s, "no node with CPUs and memory");
         return g_string_free(s, FALSE);
 }
 

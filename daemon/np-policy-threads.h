@@ -96,7 +96,8 @@ NpHomesWhy np_policy_threads_private(const NpPolicyThread *threads, guint n);
  * taken out of each node's cpu_busy: the rest is the load of others. Nodes
  * without CPUs or memory are never a home. `prefer` (NULL: none) are the
  * nodes the process is placed on: a thread goes outside them only where
- * none of them has room for it.
+ * none of them has room for it; never when `confined` (its cpusets hold its
+ * threads there), the homes then by room among them alone.
  *
  * Threads are taken most decided first (the largest share of their
  * pages, or of their private faults, on one node), then the busiest, then
@@ -117,8 +118,9 @@ NpHomesWhy np_policy_threads_private(const NpPolicyThread *threads, guint n);
  * *why NP_HOMES_GIVEN; NULL with *why saying why not (the reasons of
  * np_policy_threads_private(), ONE_NODE, NO_NODES). Deterministic.
  */
-GArray *np_policy_thread_homes(const NpPolicyNode *nodes, guint n_nodes, const NpMask *prefer, const GArray *own,
-                               const NpPolicyThread *threads, guint n, unsigned target_utilization, NpHomesWhy *why);
+GArray *np_policy_thread_homes(const NpPolicyNode *nodes, guint n_nodes, const NpMask *prefer, bool confined,
+                               const GArray *own, const NpPolicyThread *threads, guint n, unsigned target_utilization,
+                               NpHomesWhy *why);
 
 /* The homes (NpThreadHome) by thread id, "171 on 0, 172 on 1". Caller
  * frees. */
@@ -141,6 +143,11 @@ char *np_policy_group_homes_clause(const GArray *homes);
  * its own, most on 0; kept on 0), 205 (0.58 CPUs, no faults counted)";
  * "none" when n is 0. Caller frees. */
 char *np_policy_threads_describe(const NpPolicyThread *threads, guint n);
+
+/* The load of others the rule sees on each node of `nodes` (n_nodes) that
+ * can be a home, `own` taken out (as np_policy_thread_homes()), for the
+ * log: "0 0.31 of 1.00 CPUs, 1 0.02 of 1.00 CPUs". Caller frees. */
+char *np_policy_threads_load_describe(const NpPolicyNode *nodes, guint n_nodes, const GArray *own);
 
 /* "fewer than two busy threads", ...: why for the log. */
 const char *np_homes_why_to_string(NpHomesWhy why);

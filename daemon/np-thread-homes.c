@@ -47,16 +47,23 @@ static NpPolicyThread *busy_threads(const NpProcess *p, GArray **faults, guint *
 }
 
 /* At LogLevel=debug: what the rule was given for the busy threads of p (of
- * its group: `group`) and what it gave. */
-static void log_homes(const NpProcess *p, bool group, const NpPolicyThread *threads, guint n, const NpMask *among,
-                      const GArray *homes, NpHomesWhy why) {
+ * its group: `group`) and what it gave: the load of others on the nodes
+ * (`own` taken out), the nodes it was held to (`prefer`, `confined`) or
+ * preferred (`prefer`, NULL: none). */
+static void log_homes(const NpProcess *p, bool group, const NpPolicyThread *threads, guint n, const NpPolicyNode *nodes,
+                      guint n_nodes, const GArray *own, bool confined, const NpMask *prefer, const GArray *homes,
+                      NpHomesWhy why) {
         if (!np_log_enabled(LOG_DEBUG))
                 return;
         g_autofree char *in = np_policy_threads_describe(threads, n);
-        g_autofree char *nodes = among ? np_mask_format(among) : g_strdup("any");
+        g_autofree char *load = np_policy_threads_load_describe(nodes, n_nodes, own);
+        g_autofree char *set = prefer ? np_mask_format(prefer) : NULL;
+        g_autofree char *among = !prefer ? g_strdup("any nodes")
+                : confined               ? g_strdup_printf("nodes %s only", set)
+                                         : g_strdup_printf("nodes %s preferred", set);
         g_autofree char *out = homes ? np_policy_homes_list(homes) : g_strdup(np_homes_why_to_string(why));
-        log_debug("Thread homes for %s%d (%s) among nodes %s: busy threads %s: %s", group ? "the group of " : "",
-                  p->pid, p->comm, nodes, in, out);
+        log_debug("Thread homes for %s%d (%s) among %s (others' load: %s): busy threads %s: %s",
+                  group ? "the group of " : "", p->pid, p->comm, among, load, in, out);
 }
 
 static void forget_homes(NpProcess *p) {
@@ -214,9 +221,9 @@ char *np_thread_homes_settle(NpManager *m, NpProcess *p, const NpPolicyNode *nod
         if (!threads)
                 return NULL; /* gone: the scan forgets it */
         NpHomesWhy why;
-        GArray *homes = np_policy_thread_homes(nodes, n_nodes, prefer, p->cpu_per_node, threads, n,
+        GArray *homes = np_policy_thread_homes(nodes, n_nodes, prefer, false, p->cpu_per_node, threads, n,
                                                m->config->target_utilization, &why);
-        log_homes(p, false, threads, n, prefer, homes, why);
+        log_homes(p, false, threads, n, nodes, n_nodes, p->cpu_per_node, false, prefer, homes, why);
         return settle_homes(m, p, homes, why, false, NULL);
 }
 
@@ -235,10 +242,12 @@ static GArray *private_pages(const NpProcess *p) {
 }
 
 /* The homes of the busy threads of `members` (n), the processes of a group,
- * among `prefer` (NULL: any): np_thread_homes_settle_member(). NULL with
- * *why when none. Caller frees. */
+ * among `among` (NULL: any), none when a thread would need a node outside
+ * them; when `confined` (its cpusets hold its threads there), by room among
+ * them alone: np_thread_homes_settle_member(). NULL with *why when none.
+ * Caller frees. */
 static GArray *group_homes(NpManager *m, NpProcess *const *members, guint n, const NpPolicyNode *nodes, guint n_nodes,
-                           const NpMask *prefer, NpHomesWhy *why) {
+                           const NpMask *among, bool confined, NpHomesWhy *why) {
         g_autoptr(GArray) threads = g_array_new(FALSE, FALSE, sizeof(NpPolicyThread));
         g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref);
         g_autoptr(GArray) own = g_array_new(FALSE, FALSE, sizeof(NpNodeCpu));
@@ -283,15 +292,17 @@ static GArray *group_homes(NpManager *m, NpProcess *const *members, guint n, con
                 }
                 np_node_cpu_add(own, p->cpu_per_node);
         }
-        GArray *homes = np_policy_thread_homes(nodes, n_nodes, prefer, own, (const NpPolicyThread *) threads->data,
-                                               threads->len, m->config->target_utilization, why);
-        for (guint i = 0; homes && prefer && i < homes->len; i++)
-                if (!np_mask_test(prefer, g_array_index(homes, NpThreadHome, i).node)) {
+        GArray *homes =
+                np_policy_thread_homes(nodes, n_nodes, among, confined, own, (const NpPolicyThread *) threads->data,
+                                       threads->len, m->config->target_utilization, why);
+        for (guint i = 0; homes && among && i < homes->len; i++)
+                if (!np_mask_test(among, g_array_index(homes, NpThreadHome, i).node)) {
                         g_clear_pointer(&homes, g_array_unref);
                         *why = NP_HOMES_OUTSIDE;
                 }
         if (n > 0)
-                log_homes(members[0], true, (const NpPolicyThread *) threads->data, threads->len, prefer, homes, *why);
+                log_homes(members[0], true, (const NpPolicyThread *) threads->data, threads->len, nodes, n_nodes, own,
+                          confined, among, homes, *why);
         return homes;
 }
 
@@ -343,9 +354,12 @@ static const Worked *worked_for(NpManager *m, NpGroupHomes *gh, const NpGroup *g
                 if (q->running_nodes)
                         np_mask_or(running, q->running_nodes);
         }
+        /* (placed: its cpusets' nodes are all its threads may be homed
+         * on, and the policy found room there for the group) */
         const NpMask *among = placed_on ? placed_on : np_mask_empty(running) ? NULL : running;
         w = g_new0(Worked, 1);
-        w->homes = group_homes(m, (NpProcess *const *) members->pdata, members->len, nodes, n_nodes, among, &w->why);
+        w->homes = group_homes(m, (NpProcess *const *) members->pdata, members->len, nodes, n_nodes, among,
+                               placed_on != NULL, &w->why);
         g_hash_table_insert(gh->of_group, (gpointer) g, w);
         return w;
 }
@@ -429,7 +443,7 @@ bool np_thread_homes_group_pending(NpManager *m, const NpGroup *g, const NpPolic
                 return busy + unmeasured >= 2;
         NpHomesWhy why = NP_HOMES_FEW_THREADS;
         g_autoptr(GArray) homes =
-                group_homes(m, (NpProcess *const *) members->pdata, members->len, nodes, n_nodes, NULL, &why);
+                group_homes(m, (NpProcess *const *) members->pdata, members->len, nodes, n_nodes, NULL, false, &why);
         return !homes && why == NP_HOMES_FEW_FAULTS;
 }
 

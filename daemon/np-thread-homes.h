@@ -68,9 +68,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpGroupHomes, np_group_homes_free)
  * placed on (placed) or its members run on: their CPU use by node taken
  * out of the nodes' load, busy threads without faults counted among them,
  * and a member's only busy thread with its process's pages outside shared
- * memory and the files it maps as its pages (np-policy-threads.h); none
- * when a thread would need
- * a node outside those (NP_HOMES_OUTSIDE). They are worked out at the
+ * memory and the files it maps as its pages (np-policy-threads.h). Placed,
+ * they are homed among its nodes only (its cpusets hold them there), by
+ * room; kept where it runs, none when a thread would need a node outside
+ * those (NP_HOMES_OUTSIDE). They are worked out at the
  * first member the round settles (in gh); p keeps its threads' part.
  * Returns the words its Decision adds (the group's homes), else NULL.
  * Caller frees.

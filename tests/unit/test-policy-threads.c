@@ -49,9 +49,10 @@ static void case_clear(Case *c) {
 }
 
 /* The homes as a string of node digits in the threads' order ("0123"), or
- * NULL, with *why. */
-static char *homes(Case *c, const NpMask *on, const GArray *own, NpHomesWhy *why) {
-        g_autoptr(GArray) h = np_policy_thread_homes(c->nodes, c->n, on, own, c->threads, c->n_threads, 85, why);
+ * NULL, with *why; `confined` to `on`. */
+static char *homes_in(Case *c, const NpMask *on, bool confined, const GArray *own, NpHomesWhy *why) {
+        g_autoptr(GArray) h =
+                np_policy_thread_homes(c->nodes, c->n, on, confined, own, c->threads, c->n_threads, 85, why);
         if (!h)
                 return NULL;
         g_assert_cmpuint(h->len, ==, c->n_threads);
@@ -62,6 +63,11 @@ static char *homes(Case *c, const NpMask *on, const GArray *own, NpHomesWhy *why
                 g_string_append_printf(s, "%u", x->node);
         }
         return g_string_free(s, FALSE);
+}
+
+/* The same, `on` preferred. */
+static char *homes(Case *c, const NpMask *on, const GArray *own, NpHomesWhy *why) {
+        return homes_in(c, on, false, own, why);
 }
 
 /* numa02 as it starts: every slice first touched on node 0, so every
@@ -240,6 +246,39 @@ static void test_room_and_nodes(void) {
         case_clear(&c);
 }
 
+/* numa01's pair as a round moves it to nodes 0 and 1 (the group's
+ * cpusets): the first's thread has its pages on node 1, the child's has no
+ * faults counted, and node 0 reads 0.3 CPUs of others' for an interval, so
+ * the child's thread no longer fits there at 85%. Preferring 0 and 1, the
+ * rule sends it to node 2, which its cpuset does not allow; confined to 0
+ * and 1, it gets node 0, the less loaded of the two. Nodes of neither are
+ * never chosen, and one such node alone leaves no homes. */
+static void test_confined(void) {
+        Case c;
+        case_init(&c, 4, 1.0);
+        c.nodes[0].cpu_busy = 0.3;
+        add_thread(&c, 0.59, -1, "1", 4100, 0);
+        add_thread(&c, 0.59, -1, "", 0, 0);
+        g_autoptr(NpMask) on = NULL;
+        g_assert_cmpint(np_mask_parse("0-1", &on), ==, 0);
+        g_autofree char *h = homes_in(&c, on, false, NULL, NULL);
+        g_assert_cmpstr(h, ==, "12");
+        g_autofree char *h2 = homes_in(&c, on, true, NULL, NULL);
+        g_assert_cmpstr(h2, ==, "10");
+        /* node 0 loaded for good (more than node 1 with the first's
+         * thread): both would share node 1, no homes, never node 2 or 3 */
+        c.nodes[0].cpu_busy = 0.9;
+        NpHomesWhy why;
+        g_assert_null(homes_in(&c, on, true, NULL, &why));
+        g_assert_cmpint(why, ==, NP_HOMES_ONE_NODE);
+        /* confined to one node with CPUs and memory: none */
+        c.nodes[0].cpu_busy = 0.0;
+        c.nodes[1].cpu_capacity = 0;
+        g_assert_null(homes_in(&c, on, true, NULL, &why));
+        g_assert_cmpint(why, ==, NP_HOMES_NO_NODES);
+        case_clear(&c);
+}
+
 /* Busy threads that last ran on one node ran there alone only when their
  * CPU use fits its CPUs: numa02's four threads (0.6 CPUs each) read on one
  * node of one CPU, or of two, had been on others too. */
@@ -346,6 +385,19 @@ static void test_describe(void) {
                         "102 (0.40 CPUs, 40 faults, none private)");
         g_autofree char *none = np_policy_threads_describe(c.threads, 0);
         g_assert_cmpstr(none, ==, "none");
+        /* the load of others on each node that can be a home, the
+         * process's own use taken out */
+        c.nodes[0].cpu_busy = 0.8;
+        c.nodes[1].cpu_busy = 0.25;
+        c.nodes[2].mem_total = 0;
+        g_autoptr(GArray) own = g_array_new(FALSE, FALSE, sizeof(NpNodeCpu));
+        NpNodeCpu o0 = { 0, 0.6 }, o1 = { 1, 0.5 };
+        g_array_append_val(own, o0);
+        g_array_append_val(own, o1);
+        g_autofree char *load = np_policy_threads_load_describe(c.nodes, c.n, own);
+        g_assert_cmpstr(load, ==, "0 0.20 of 1.00 CPUs, 1 0.00 of 1.00 CPUs, 3 0.00 of 1.00 CPUs");
+        g_autofree char *nowhere = np_policy_threads_load_describe(c.nodes, 0, NULL);
+        g_assert_cmpstr(nowhere, ==, "no node with CPUs and memory");
         case_clear(&c);
 }
 
@@ -358,6 +410,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/homes/none", test_no_homes);
         g_test_add_func("/homes/no-room", test_no_room);
         g_test_add_func("/homes/room-and-nodes", test_room_and_nodes);
+        g_test_add_func("/homes/confined", test_confined);
         g_test_add_func("/homes/clause", test_clause);
         g_test_add_func("/homes/ran-there", test_ran_there);
         g_test_add_func("/homes/group-faultless", test_group_faultless);
