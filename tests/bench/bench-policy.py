@@ -60,7 +60,9 @@ ms per MB moved, and per minute from 120 s on, once the moves are over),
 that CPU split by the 2 s samples into those in which pages moved (its
 moves: seconds, and ms per MB moved) and those in which none did (the rest
 of its work: sampling, deciding, its bus; seconds per minute of such
-samples, comparable between the ways whenever each acted), and
+samples, comparable between the ways whenever each acted), the scans
+numaplaced made (from its "Stopped after N scans": the regular ones, its
+follow-ups and those its peeks brought), and
 numa_pte_updates / numa_hint_faults. With --runs N the figures are
 mmtests-style statistics (Min, Mean, TrimMean, Stddev, Max). --png draws
 locality over time for the four ways (gnuplot, Debian's gnuplot-nox).
@@ -74,6 +76,7 @@ locality over time for the four ways (gnuplot, Debian's gnuplot-nox).
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -298,6 +301,10 @@ def run_one(args, scenario, way):
     if args.trace:
         out["trace"] = [f"{float(t.split()[0]) - t0:.2f} {t.split(None, 1)[1]}" for t in res.all("t")]
         out["sched"] = [f"{float(t.split()[0]) - t0:.2f} {t.split(None, 1)[1]}" for t in res.all("k")]
+    # the scans it made ("Stopped after N scans": its follow-ups, and
+    # those its peeks brought, beside the regular interval)
+    stopped = [re.search(r"Stopped after ([0-9]+) scans", x) for x in res.all("numaplaced.log")]
+    out["scans"] = next((int(m.group(1)) for m in stopped if m), None)
     out["log"] = [x for x in res.all("numaplaced.log")
                   if any(k in x for k in ("Placing ", "Placed ", "Not moving", "Not deciding", "Not placing",
                                           "Keeping the busy threads", "Widening the placement"))]
@@ -418,7 +425,7 @@ def report(args, results):
                f"{'locality a':>11} {'locality b':>11} "
                f"{'MB moved':>9} {'MB min':>7} {'moved/min':>9} {'placer CPU s':>12} {'of it sys':>9} "
                f"{'ms/MB':>6} {'steady s/min':>12} {'in moves s':>10} {'moves ms/MB':>11} "
-               f"{'idle s/min':>10} "
+               f"{'idle s/min':>10} {'scans':>6} "
                f"{'pte upd':>9} {'hint flt':>9}")
         print(hdr)
         for way in args.ways:
@@ -441,6 +448,7 @@ def report(args, results):
                   f"{fmt(col(lambda x: x.get('move_cpu_s')), 2, 'n/a'):>10} "
                   f"{fmt(col(lambda x: x.get('move_ms_per_mb')), 1, 'n/a'):>11} "
                   f"{fmt(col(lambda x: x.get('idle_cpu_s_per_min')), 3, 'n/a'):>10} "
+                  f"{fmt(col(lambda x: x.get('scans')), 0, 'n/a'):>6} "
                   f"{fmt(col(lambda x: x['pte_updates']), 0):>9} {fmt(col(lambda x: x['hint_faults']), 0):>9}")
         # the ratios the issue asks for, of the means, measured in the same run
         np_runs, nd_runs = results[sc].get("numaplaced") or [], results[sc].get("numad") or []
