@@ -100,6 +100,7 @@ typedef struct {
         bool cpu_estimated; /* cpu_usage is its CPU time over its life (first sight), not a measurement */
         unsigned cpu_measured; /* scans in a row with a measured CPU use, up to 2 */
         double cpu_prev; /* the measurement of the scan before (cpu_measured == 2) */
+        bool cpu_prev_grew; /* cpu_prev was measured while it grew (grew then): its start */
         bool grew; /* its resident memory grew by more than NP_GROWING_SHARE since the
                     * stat read before: still starting (touching its memory) */
         unsigned followups; /* follow-up scans made for it (np-scan.h, NP_FOLLOWUP_USEC) */

@@ -260,8 +260,10 @@ static bool scan_processes(NpManager *m) {
                         p->cpu_measured = 0;
                         p->grew = false;
                 } else if (e->stat_read) {
-                        if (p->cpu_measured)
+                        if (p->cpu_measured) {
                                 p->cpu_prev = before;
+                                p->cpu_prev_grew = p->grew; /* (still the interval before's) */
+                        }
                         p->cpu_measured = MIN(p->cpu_measured + 1, 2u);
                         p->grew = (double) np_proc_entry_memory(e) >
                                 (double) np_process_scan_memory(p) * (1.0 + NP_GROWING_SHARE);

@@ -362,6 +362,43 @@ static void test_followup(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(f->m->scan_interval_usec, ==, c->scan_interval_usec);
 }
 
+/* A process sized by the lower of its last two measurements, but not by
+ * one taken while its memory grew: seen at 128 MB, measured at one CPU while
+ * it touched its memory up to 1 GB (one thread), then at six CPUs with its
+ * memory held (its busy threads begun). Sized at one CPU, it would be
+ * confined to one node of four CPUs; at six it needs two. */
+static void test_sized_after_its_start(Fixture *f, gconstpointer data) {
+        NpConfig *c = f->m->config;
+        c->mode = NP_MODE_ADVISE;
+        c->min_process_cpu = 0.3;
+        unsigned utime = 1000;
+        set_stat(f, utime, 32768);
+        scan_and_decide(f);
+        NpProcess *p = np_manager_process(f->m, 4242);
+        g_assert_nonnull(p);
+
+        set_stat(f, utime += one_cpu_ticks(), 262144);
+        scan_and_decide(f);
+        g_assert_true(p->grew);
+        g_assert_cmpfloat(p->cpu_usage, <, 1.5);
+        g_assert_cmpint(p->state, ==, NP_PROC_OBSERVED);
+
+        set_stat(f, utime += 6 * one_cpu_ticks(), 262144);
+        scan_and_decide(f);
+        g_assert_false(p->grew);
+        g_assert_true(p->cpu_prev_grew);
+        g_assert_cmpfloat(p->cpu_usage, >, 5.0);
+        g_assert_true(np_process_cpu_settled(p));
+        g_assert_cmpint(p->state, ==, NP_PROC_ADVISED);
+        g_assert_cmpuint(np_mask_weight(p->target), ==, 2);
+        g_assert_true(np_mask_test(p->target, 0));
+
+        /* measured again with its memory held: now the lower of the two */
+        set_stat(f, utime += 5 * one_cpu_ticks(), 262144);
+        scan_and_decide(f);
+        g_assert_false(p->cpu_prev_grew);
+}
+
 /* The fixture's processes started at 204.81 s (their stat's start time):
  * with the uptime at 206.00 s, one seen now is 1.19 s old, and its CPU use
  * is guessed from its CPU time so far (a new process). */
@@ -1774,6 +1811,7 @@ int main(int argc, char **argv) {
         ADD("/manager/setters-record-changes", "2node", test_setters_record_changes);
         ADD("/manager/young-process-cpu", "2node", test_young_process_cpu);
         ADD("/manager/followup", "2node", test_followup);
+        ADD("/manager/sized-after-its-start", "4node", test_sized_after_its_start);
         ADD("/manager/newcomer-read-again", "4node", test_newcomer_read_again);
         ADD("/manager/round-waits-for-newcomer", "4node", test_round_waits_for_newcomer);
         ADD("/manager/round-waits-for-kernel-newcomer", "4node", test_round_waits_for_kernel_newcomer);
