@@ -42,20 +42,6 @@ if [ "$made_policy" = yes ]; then rm -f /usr/sbin/policy-rc.d; fi
 
 # gcc: the build that is tested
 [ -f build-ci/build.ninja ] || meson setup build-ci --werror -Dvm_tests=true
-# the vm suite's kernel and Debian image (about four minutes of mmdebstrap
-# on a fresh cache) are made in the background while the builds and the
-# sanitizer and valgrind runs leave a core idle, at the lowest priority;
-# the vm suite waits for them (tests/vm/prefetch.py)
-prefetch_pid=
-if [ "$vm" = yes ]; then
-        mkdir -p build-ci/tests/vm/cache
-        NP_BUILD_ROOT="$PWD/build-ci" NPVM_CACHE="$PWD/build-ci/tests/vm/cache" \
-                setsid -w nice -n 19 ionice -c 2 -n 7 python3 tests/vm/prefetch.py \
-                > build-ci/tests/vm/prefetch.log 2>&1 &
-        prefetch_pid=$!
-        # (its own session: an early exit stops mmdebstrap too)
-        trap '[ -z "$prefetch_pid" ] || kill -- -"$prefetch_pid" 2>/dev/null || true' EXIT
-fi
 meson compile -C build-ci
 # clang: must build warning-free too
 [ -f build-ci-clang/build.ninja ] || CC=clang meson setup build-ci-clang --werror -Dvm_tests=false
@@ -78,16 +64,6 @@ meson test -C build-ci --setup valgrind --print-errorlogs --num-processes 2 --su
 
 suites=(--suite unit --suite integration)
 [ "$vm" = yes ] && suites+=(--suite vm)
-if [ -n "$prefetch_pid" ]; then
-        if wait "$prefetch_pid"; then
-                tail -n 1 build-ci/tests/vm/prefetch.log
-        else
-                echo "run-tests.sh: filling the vm cache ahead failed; the vm tests try again" \
-                        "(build-ci/tests/vm/prefetch.log):" >&2
-                tail -n 20 build-ci/tests/vm/prefetch.log >&2 || true
-        fi
-        prefetch_pid=
-fi
 rc=0
 meson test -C build-ci --print-errorlogs --num-processes 1 "${suites[@]}" "$@" || rc=$?
 
