@@ -383,13 +383,14 @@ static void build_procs(NpManager *m, GPtrArray *cands, const GArray *node_arr, 
                 NpPolicyProcess pp = {
                         .pid = p->pid,
                         /* sized by the lower of its last two measurements:
-                         * a burst does not buy it more nodes. Not by one
-                         * taken while its memory grew (its start: one thread
-                         * touching it, say, before its busy threads begin),
-                         * which would confine it to fewer CPUs than it uses
-                         * now; a start that ends idle is measured idle */
-                        .cpu = p->cpu_measured >= 2 && !p->cpu_prev_grew ? MIN(p->cpu_usage, p->cpu_prev)
-                                                                         : p->cpu_usage,
+                         * a burst does not buy it more nodes. Once its
+                         * memory holds still, not by one taken while it
+                         * grew (its start: one thread touching it, say,
+                         * before its busy threads begin), which would
+                         * confine it to fewer CPUs than it uses now; a
+                         * start that ends idle is measured idle */
+                        .cpu = p->cpu_measured >= 2 && !(p->cpu_prev_grew && !p->grew) ? MIN(p->cpu_usage, p->cpu_prev)
+                                                                                       : p->cpu_usage,
                         .cpu_interval = p->cpu_usage,
                         .cpu_estimated = !np_process_cpu_settled(p),
                         .growing = p->grew,
